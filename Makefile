@@ -1,0 +1,78 @@
+# The book's two commands:
+#   make book   set up, execute every chapter, render the HTML into _build/html
+#   make test   set up, lint, unit tests, every chapter under nbval, and the HTML build
+# Both create .venv on first use and install the tested pins from constraints.txt.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+PIP    := $(PY) -m pip --disable-pip-version-check
+JB     := $(BIN)/jupyter-book
+
+# jupyter-book: -W turns warnings into errors, -n reports broken references,
+# --keep-going lists every problem before failing.
+JBFLAGS ?= -W -n --keep-going
+
+.PHONY: help setup book test lint format unit notebooks html bench clean distclean
+
+help:
+	@echo "make book    execute every chapter and render the HTML into _build/html"
+	@echo "make test    lint, unit tests, chapters under nbval, HTML build (quick profile)"
+	@echo "make bench   run the benchmarks in benchmarks/ and write benchmarks/results/"
+	@echo "make format  apply ruff's formatting and import order"
+
+# --- set-up --------------------------------------------------------------------------------
+
+setup: $(VENV)/.installed book/_vendor/VERSIONS.txt
+
+$(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade "pip>=24"
+	$(PIP) install --quiet -c constraints.txt -r requirements.txt
+	$(PIP) check
+	touch $@
+
+# MathJax and the Jupyter widget manager, vendored so that the HTML needs no CDN.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+book/_vendor/VERSIONS.txt: node_modules/.package-lock.json scripts/vendor_assets.py
+	$(PYTHON) scripts/vendor_assets.py
+
+# --- the book ------------------------------------------------------------------------------
+
+book: setup html
+
+html: setup
+	$(JB) build . $(JBFLAGS)
+	@echo "The book is in _build/html/index.html"
+
+# --- tests ---------------------------------------------------------------------------------
+
+test: export RNNBOOK_PROFILE ?= quick
+test: setup lint unit notebooks html
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+unit: setup
+	$(BIN)/pytest tests -q
+
+# Every chapter runs top to bottom; assert cells carry the checks (see chapters/README.md).
+notebooks: setup
+	$(BIN)/pytest chapters --nbval-lax --nbval-current-env -q -p no:cacheprovider
+
+bench: setup
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf _build .pytest_cache .ruff_cache
+
+distclean: clean
+	rm -rf $(VENV) node_modules book/_vendor

@@ -1,0 +1,182 @@
+"""``train_or_load``: show converged models in the quick profile, reproducibly.
+
+The full profile trains a model and saves a small checkpoint beside a JSON record of how it
+was made: the training config, a SHA-256 of the weights, the code version (rnnbook's
+version and a hash of the model's source file), the torch version and the training time.
+The quick profile loads that checkpoint instead of training for minutes; it refuses a
+checkpoint whose weights or config do not match, and warns when the model's code changed
+since. Running the chapter in the full profile writes the checkpoint again, so anybody can
+reproduce it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from rnnbook.paths import checkpoint_dir
+from rnnbook.profiles import Profile
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint is missing, corrupt, or was made with another configuration."""
+
+
+@dataclass
+class Trained:
+    """What :func:`train_or_load` returns."""
+
+    model: nn.Module
+    source: str  # "trained" or "checkpoint"
+    record: dict  # the checkpoint's JSON record (config, hashes, versions, summary)
+
+    @property
+    def summary(self) -> dict:
+        return self.record.get("summary", {})
+
+
+def weights_sha256(state_dict: dict[str, torch.Tensor]) -> str:
+    """SHA-256 over the names, dtypes, shapes and bytes of the tensors, in sorted order.
+
+    It depends only on the numbers, not on how ``torch.save`` laid out the file.
+    """
+    digest = hashlib.sha256()
+    for name in sorted(state_dict):
+        tensor = state_dict[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.numpy().tobytes() if tensor.numel() else b"")
+    return digest.hexdigest()
+
+
+def model_code_sha256(model: nn.Module) -> str:
+    """SHA-256 of the source file that defines the model's class."""
+    source = inspect.getsourcefile(type(model))
+    return hashlib.sha256(Path(source).read_bytes()).hexdigest() if source else "unknown"
+
+
+def _code_version(model: nn.Module) -> dict:
+    from rnnbook import __version__
+
+    return {"rnnbook": __version__, "model_code_sha256": model_code_sha256(model)}
+
+
+def _jsonable(config: dict) -> dict:
+    try:
+        return json.loads(json.dumps(config, sort_keys=True))
+    except TypeError as error:
+        raise TypeError(
+            f"config must hold only JSON values (numbers, strings, lists): {error}"
+        ) from error
+
+
+def save_checkpoint(model: nn.Module, name: str, config: dict, summary: dict, seconds: float):
+    """Write ``<name>.pt`` and ``<name>.json`` atomically into the checkpoint folder."""
+    folder = checkpoint_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    record = {
+        "name": name,
+        "config": _jsonable(config),
+        "weights_sha256": weights_sha256(state),
+        "code": _code_version(model),
+        "torch": torch.__version__.split("+")[0],
+        "made_by": "profile full",
+        "train_seconds": round(seconds, 1),
+        "summary": _jsonable(summary),
+    }
+    for suffix, write in (
+        (".pt", lambda f: torch.save(state, f)),
+        (".json", lambda f: f.write(json.dumps(record, indent=2, sort_keys=True).encode())),
+    ):
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}", suffix=suffix)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                write(f)
+            os.replace(tmp, folder / f"{name}{suffix}")
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return record
+
+
+def load_checkpoint(model: nn.Module, name: str, config: dict) -> dict:
+    """Load ``<name>`` into ``model`` after checking its hash and its config."""
+    folder = checkpoint_dir()
+    weights, meta = folder / f"{name}.pt", folder / f"{name}.json"
+    if not weights.is_file() or not meta.is_file():
+        raise CheckpointError(
+            f"no checkpoint {name!r} in {folder} (expected {weights.name} and {meta.name}); "
+            "run this chapter with profile='full' to train and save it"
+        )
+    record = json.loads(meta.read_text())
+    if record.get("config") != _jsonable(config):
+        raise CheckpointError(
+            f"checkpoint {name!r} was trained with config {record.get('config')}, but the "
+            f"chapter asks for {_jsonable(config)}; run the full profile to retrain it"
+        )
+    state = torch.load(weights, map_location="cpu", weights_only=True)
+    found = weights_sha256(state)
+    if found != record.get("weights_sha256"):
+        raise CheckpointError(
+            f"checkpoint {weights} is corrupt: its weights hash to {found[:12]}…, "
+            f"the record says {str(record.get('weights_sha256'))[:12]}…"
+        )
+    model.load_state_dict(state)
+    if record.get("code") != _code_version(model):
+        warnings.warn(
+            f"checkpoint {name!r} was made by code {record.get('code')}; the model's code is now "
+            f"{_code_version(model)}. Re-run the full profile to refresh it.",
+            stacklevel=2,
+        )
+    return record
+
+
+def train_or_load(
+    name: str,
+    model: nn.Module,
+    train: Callable[[nn.Module], dict],
+    *,
+    profile: Profile,
+    config: dict,
+) -> Trained:
+    """Train ``model`` (full and paper profiles) or load its full-profile checkpoint (quick).
+
+    Args:
+        name: the checkpoint's file name stem, unique in the book (``"ntm-copy"``).
+        model: a freshly built model; trained or loaded in place.
+        train: ``train(model) -> summary`` trains with ``config`` and returns a small dict of
+            JSON numbers to keep beside the weights (for example final metrics).
+        profile: the session's profile.
+        config: everything that determines the trained weights (sizes, steps, seed).
+
+    In the full profile the checkpoint is (re)written; in the paper profile the model is
+    trained but the committed full-profile checkpoint is left alone.
+    """
+    if not isinstance(name, str) or not name or "/" in name:
+        raise ValueError(f"name must be a plain file-name stem, got {name!r}")
+    if not isinstance(profile, Profile):
+        raise TypeError(f"profile must be a rnnbook Profile, got {type(profile).__name__}")
+    if profile.name == "quick":
+        record = load_checkpoint(model, name, config)
+        return Trained(model, "checkpoint", record)
+    start = time.perf_counter()
+    summary = train(model)
+    if not isinstance(summary, dict):
+        raise TypeError(f"train(model) must return a dict summary, got {type(summary).__name__}")
+    seconds = time.perf_counter() - start
+    if profile.name == "full":
+        record = save_checkpoint(model, name, config, summary, seconds)
+    else:
+        record = {"name": name, "config": _jsonable(config), "summary": _jsonable(summary)}
+    return Trained(model, "trained", record)

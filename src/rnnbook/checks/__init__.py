@@ -1,0 +1,9 @@
+"""Exercise checkers: call them on your answer; they test it and give hints, not solutions.
+
+One module per chapter (``rnnbook.checks.rnn_bptt``); :mod:`grading` holds what they share.
+"""
+
+from rnnbook.checks import rnn_bptt
+from rnnbook.checks.grading import CheckFailed
+
+__all__ = ["CheckFailed", "rnn_bptt"]

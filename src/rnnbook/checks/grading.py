@@ -1,0 +1,46 @@
+"""The machinery of the exercise checkers: a failure type and a way to report success."""
+
+from __future__ import annotations
+
+import torch
+
+
+class CheckFailed(AssertionError):
+    """The answer is not right yet; the message says what was tested and gives a hint."""
+
+
+def fail(what: str, hint: str) -> None:
+    raise CheckFailed(f"{what}\nHint: {hint}")
+
+
+def passed(name: str, tests: list[str]) -> str:
+    message = f"✓ {name}: all {len(tests)} checks passed ({'; '.join(tests)})."
+    print(message)
+    return message
+
+
+def call(fn, *args, name: str):
+    """Call the student's function; turn a crash into a readable failure."""
+    try:
+        return fn(*args)
+    except CheckFailed:
+        raise
+    except NotImplementedError:
+        fail(f"{name} is not implemented yet.", "replace the `raise NotImplementedError` line.")
+    except Exception as error:  # the student's code crashed
+        fail(f"{name} raised {type(error).__name__}: {error}", "run it on the example above.")
+
+
+def expect_tensor(value, shape: tuple, what: str) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        fail(f"{what} should be a torch.Tensor, got {type(value).__name__}.", "return a tensor.")
+    if tuple(value.shape) != tuple(shape):
+        fail(
+            f"{what} should have shape {tuple(shape)}, got {tuple(value.shape)}.",
+            "check which dimension is the batch and which the features (row-major: x @ W.T).",
+        )
+    return value
+
+
+def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-8, rtol: float = 1e-6) -> bool:
+    return bool(torch.allclose(a.to(b.dtype), b, atol=atol, rtol=rtol))

@@ -1,0 +1,79 @@
+"""Seeded synthetic tasks. Every generator takes a ``torch.Generator`` (or a seed).
+
+Shapes are batch-first: inputs ``(B, T, d_x)``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rnnbook._validate import check_positive_int
+
+
+def _generator(generator: torch.Generator | int | None) -> torch.Generator:
+    if isinstance(generator, torch.Generator):
+        return generator
+    if generator is None:
+        raise ValueError("pass a torch.Generator or an int seed: synthetic data is always seeded")
+    return torch.Generator().manual_seed(int(generator))
+
+
+def random_bits(B: int, T: int, generator) -> torch.Tensor:
+    """Fair random bits as floats in {0, 1}, shape ``(B, T)``."""
+    check_positive_int(B, "B")
+    check_positive_int(T, "T")
+    return torch.randint(0, 2, (B, T), generator=_generator(generator)).float()
+
+
+def first_bit(B: int, T: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Many-to-one memory task: the label is the first bit of a random bit sequence.
+
+    Returns ``x`` of shape ``(B, T, 1)`` with values in {-1, +1} and labels ``(B,)`` in {0, 1}.
+    The label depends only on ``x_1``, so the lag between cue and answer is ``T - 1``.
+    """
+    bits = random_bits(B, T, generator)
+    return (2 * bits - 1).unsqueeze(-1), bits[:, 0].long()
+
+
+def delayed_echo(
+    B: int, T: int, D: int, generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Aligned many-to-many task: at each step output the bit seen ``D`` steps earlier.
+
+    Returns ``x`` ``(B, T, 1)`` of bits in {0, 1}, targets ``y`` ``(B, T)`` (long) with
+    ``y_t = x_{t-D}``, and a boolean ``mask`` ``(B, T)`` that is False for ``t <= D`` where
+    the target is undefined (there ``y`` holds 0).
+    """
+    check_positive_int(D, "D")
+    if D >= T:
+        raise ValueError(f"the delay D must be shorter than the sequence: D={D}, T={T}")
+    bits = random_bits(B, T, generator)
+    y = torch.zeros(B, T, dtype=torch.long)
+    y[:, D:] = bits[:, :-D].long()
+    mask = torch.zeros(B, T, dtype=torch.bool)
+    mask[:, D:] = True
+    return bits.unsqueeze(-1), y, mask
+
+
+def adding_problem(B: int, T: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """The adding problem (Hochreiter & Schmidhuber 1997; the Le et al. 2015 form).
+
+    Channel 0 holds values from U(0, 1); channel 1 marks exactly two positions, the first
+    uniform in [0, T/2) and the second in [T/2, T). The target is the sum of the two marked
+    values. Returns ``x`` ``(B, T, 2)`` and ``y`` ``(B,)``. Predicting the constant 1 gives
+    MSE = Var(U1 + U2) = 1/6.
+    """
+    check_positive_int(B, "B")
+    if not isinstance(T, int) or T < 2:
+        raise ValueError(f"the adding problem needs T >= 2, got {T!r}")
+    g = _generator(generator)
+    values = torch.rand(B, T, generator=g)
+    half = T // 2
+    first = torch.randint(0, half, (B,), generator=g)
+    second = torch.randint(half, T, (B,), generator=g)
+    marker = torch.zeros(B, T)
+    rows = torch.arange(B)
+    marker[rows, first] = 1.0
+    marker[rows, second] = 1.0
+    y = values[rows, first] + values[rows, second]
+    return torch.stack([values, marker], dim=-1), y

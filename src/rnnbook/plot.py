@@ -1,0 +1,145 @@
+"""The book's figure theme and the plotting helpers every chapter shares.
+
+One style for every figure: a transparent background and mid-grey text and axes, so a
+figure reads on the book's light and dark pages alike; the Okabe-Ito colours, which stay
+distinct under the common colour-vision deficiencies, paired with line styles so no curve
+is told apart by colour alone. Each model family keeps its colour across chapters, and
+every training figure is stamped with the profile that produced it.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Sequence
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+
+INK = "#7f7f7f"  # legible on white and on the dark theme's near-black
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#999999"]
+LINESTYLES = ["-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 3))]
+FAMILY_COLORS = {
+    "srn": "#D55E00",
+    "lstm": "#0072B2",
+    "gru": "#009E73",
+    "ntm": "#CC79A7",
+    "dnc": "#CC79A7",
+    "lmu": "#E69F00",
+    "clockwork": "#56B4E9",
+    "sba": "#999999",
+}
+
+THEME = {
+    "figure.facecolor": "none",
+    "axes.facecolor": "none",
+    "savefig.facecolor": "none",
+    "savefig.transparent": True,
+    "figure.dpi": 110,
+    "savefig.dpi": 110,
+    "figure.figsize": (6.4, 3.6),
+    "figure.constrained_layout.use": True,
+    "font.size": 10,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "text.color": INK,
+    "axes.labelcolor": INK,
+    "axes.edgecolor": INK,
+    "axes.titlecolor": INK,
+    "xtick.color": INK,
+    "ytick.color": INK,
+    "grid.color": INK,
+    "grid.alpha": 0.25,
+    "axes.grid": True,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.frameon": False,
+    "legend.labelcolor": INK,
+    "lines.linewidth": 1.8,
+    "image.cmap": "cividis",
+    "axes.prop_cycle": mpl.cycler(color=PALETTE) + mpl.cycler(linestyle=LINESTYLES),
+}
+
+
+def use_theme() -> None:
+    """Apply the book's theme to every later figure (the chapter's setup cell does this once)."""
+    mpl.rcParams.update(THEME)
+
+
+def stamp(fig, profile) -> None:
+    """Write ``profile: <name>`` in the figure's lower-right corner."""
+    fig.text(0.995, 0.005, f"profile: {profile}", ha="right", va="bottom", fontsize=8, color=INK)
+
+
+def figure(profile, ncols: int = 1, nrows: int = 1, **kwargs):
+    """``plt.subplots`` with the profile stamp; returns ``(fig, ax)`` (``ax`` an array if >1)."""
+    fig, ax = plt.subplots(nrows, ncols, **kwargs)
+    stamp(fig, profile)
+    return fig, ax
+
+
+def style(index: int) -> dict:
+    """Colour and line style of the ``index``-th curve of a figure."""
+    return {
+        "color": PALETTE[index % len(PALETTE)],
+        "linestyle": LINESTYLES[index % len(LINESTYLES)],
+    }
+
+
+def smooth(values: Sequence[float], window: int) -> np.ndarray:
+    """Trailing moving average over ``window`` values (the first ones average what exists)."""
+    values = np.asarray(values, dtype=float)
+    if window <= 1 or len(values) == 0:
+        return values
+    cumsum = np.cumsum(np.insert(values, 0, 0.0))
+    counts = np.minimum(np.arange(1, len(values) + 1), window)
+    starts = np.arange(1, len(values) + 1) - counts
+    return (cumsum[1:] - cumsum[starts]) / counts
+
+
+def curves(ax, series: dict[str, Sequence[float]], *, window: int = 1, baseline=None, **labels):
+    """Plot named series (e.g. losses per model) with the shared styles; optional baseline."""
+    for i, (name, values) in enumerate(series.items()):
+        ax.plot(smooth(values, window), label=name, **style(i))
+    if baseline is not None:
+        value, text = baseline
+        ax.axhline(value, color=INK, linewidth=1, linestyle=(0, (2, 2)))
+        ax.annotate(text, (0, value), xytext=(2, 3), textcoords="offset points", fontsize=8)
+    ax.set(**labels)
+    ax.legend()
+    return ax
+
+
+def figure_png(fig) -> bytes:
+    """The figure as PNG bytes (and the figure closed)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def slider_figure(draw: Callable[[object], object], values: Sequence, description: str, *, index=0):
+    """A slider over precomputed figures that works without a kernel.
+
+    ``draw(value)`` returns a Matplotlib figure for each value. All figures are rendered now,
+    as images in an ipywidgets ``Stack``, and the slider is linked to the stack in the
+    browser (``jslink``), so moving it works in Jupyter and in the static HTML alike.
+    """
+    import ipywidgets as widgets
+
+    if not values:
+        raise ValueError("slider_figure needs at least one value")
+    images = [widgets.Image(value=figure_png(draw(v)), format="png") for v in values]
+    for image in images:
+        image.layout.max_width = "100%"
+    stack = widgets.Stack(images, selected_index=index)
+    slider = widgets.SelectionSlider(
+        options=[(f"{v:g}" if isinstance(v, float) else str(v), i) for i, v in enumerate(values)],
+        index=index,
+        description=description,
+        continuous_update=True,
+        style={"description_width": "initial"},
+        layout=widgets.Layout(width="90%"),
+    )
+    widgets.jslink((slider, "index"), (stack, "selected_index"))
+    return widgets.VBox([slider, stack])

@@ -1,0 +1,253 @@
+"""The one training loop every chapter uses, plus gradient clipping and truncated BPTT.
+
+Nothing here knows a model family: a chapter passes its model, a source of batches and a
+``loss_fn(model, batch)`` that returns a scalar loss.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from rnnbook._validate import check_choice, check_positive_int
+
+PROGRESS_ENV_VAR = "RNNBOOK_PROGRESS"
+
+
+class NonFiniteError(FloatingPointError):
+    """Training produced a NaN or infinite loss or gradient; ``step`` says when."""
+
+    def __init__(self, step: int, what: str, value: float):
+        self.step, self.what, self.value = step, what, value
+        super().__init__(
+            f"the {what} became {value} at step {step}; training stopped before the optimizer "
+            "used it. Lower the learning rate, clip the gradient, or check the inputs."
+        )
+
+
+@dataclass
+class History:
+    """What one call of :func:`fit` recorded (lists are indexed by step, from 0)."""
+
+    loss: list[float] = field(default_factory=list)
+    grad_norm: list[float] = field(default_factory=list)  # global norm *before* clipping
+    evals: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    seconds: float = 0.0
+    stopped: str | None = None  # why training ended early, if it did
+
+    @property
+    def steps(self) -> int:
+        return len(self.loss)
+
+    def last(self, metric: str) -> float:
+        """The latest value of an evaluation metric."""
+        if metric not in self.evals or not self.evals[metric]:
+            raise KeyError(f"no evaluation recorded for {metric!r}; known: {sorted(self.evals)}")
+        return self.evals[metric][-1][1]
+
+    def __repr__(self) -> str:
+        tail = f", stopped: {self.stopped}" if self.stopped else ""
+        final = f"{self.loss[-1]:.4g}" if self.loss else "n/a"
+        return f"History({self.steps} steps, final loss {final}, {self.seconds:.1f} s{tail})"
+
+
+def clip(parameters, mode: str | None = "norm", c: float = 1.0) -> float:
+    """Clip gradients in place and return the global gradient norm *before* clipping.
+
+    Implements (R12), spec rnn-bptt: ``mode="norm"`` rescales the gradient of all parameters
+    jointly to norm ``c`` when it is larger (the direction is kept); ``mode="value"`` clamps
+    each component to ``[-c, c]`` (the direction can change); ``None`` only measures.
+    """
+    check_choice(mode, "mode", ("norm", "value", None))
+    if mode is not None and not (isinstance(c, int | float) and c > 0):
+        raise ValueError(f"the clipping threshold c must be a positive number, got {c!r}")
+    if isinstance(parameters, nn.Module):
+        parameters = parameters.parameters()
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return 0.0
+    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    if mode == "norm":
+        scale = torch.clamp(c / (norm + 1e-12), max=1.0)
+        for g in grads:
+            g.mul_(scale)
+    elif mode == "value":
+        for g in grads:
+            g.clamp_(-c, c)
+    return float(norm)
+
+
+def _batch_source(batches) -> Callable[[int], object]:
+    if callable(batches):
+        return batches
+    if isinstance(batches, Iterable):
+        iterator = iter(batches)
+        return lambda step: next(iterator)
+    raise TypeError(
+        f"batches must be a function step -> batch or an iterable of batches, got {type(batches)}"
+    )
+
+
+def progress_bar(total: int, desc: str, enabled: bool | None = None):
+    """A tqdm bar that works in Jupyter, in the static HTML (as a widget) and in a terminal.
+
+    ``RNNBOOK_PROGRESS=0`` turns bars off (``tqdm.notebook`` ignores ``TQDM_DISABLE``).
+    """
+    from tqdm.auto import tqdm
+
+    if enabled is None:
+        enabled = os.environ.get(PROGRESS_ENV_VAR, "1") != "0"
+    return tqdm(total=total, desc=desc, unit="step", disable=not enabled, leave=True)
+
+
+def _finish_bar(bar, done: int) -> None:
+    # A bar closed before reaching its total turns red in Jupyter; an early stop that we
+    # report ourselves is not an error, so shrink the total to what was done.
+    if bar.n < bar.total:
+        bar.total = done
+        container = getattr(bar, "container", None)
+        if container is not None:
+            container.children[1].max = done
+    bar.close()
+
+
+def fit(
+    model: nn.Module,
+    batches,
+    loss_fn: Callable[[nn.Module, object], torch.Tensor],
+    *,
+    steps: int,
+    lr: float = 1e-3,
+    optimizer: torch.optim.Optimizer | None = None,
+    clip_mode: str | None = None,
+    clip_at: float = 1.0,
+    evaluate: Callable[[nn.Module], dict[str, float]] | None = None,
+    eval_every: int | None = None,
+    on_nonfinite: str = "raise",
+    desc: str = "training",
+    progress: bool | None = None,
+) -> History:
+    """Train ``model`` for ``steps`` optimizer updates and return its :class:`History`.
+
+    Args:
+        batches: a function ``step -> batch`` or an iterable of batches.
+        loss_fn: ``loss_fn(model, batch)`` returns the scalar loss to minimise.
+        optimizer: defaults to Adam with learning rate ``lr``.
+        clip_mode, clip_at: gradient clipping, see :func:`clip`; the pre-clip norm is logged.
+        evaluate: ``evaluate(model) -> {"metric": value}``, run without gradients every
+            ``eval_every`` steps and after the last step.
+        on_nonfinite: ``"raise"`` a :class:`NonFiniteError` naming the step when the loss or
+            gradient is NaN/inf, or ``"stop"`` training there and record why in ``stopped``.
+            Either way the optimizer never takes a non-finite step.
+    """
+    check_positive_int(steps, "steps")
+    check_choice(on_nonfinite, "on_nonfinite", ("raise", "stop"))
+    if eval_every is not None:
+        check_positive_int(eval_every, "eval_every")
+    next_batch = _batch_source(batches)
+    if optimizer is None:
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    history = History()
+    start = time.perf_counter()
+    bar = progress_bar(steps, desc, progress)
+    model.train()
+
+    def run_evaluation(step: int) -> None:
+        model.eval()
+        with torch.no_grad():
+            for key, value in evaluate(model).items():
+                history.evals.setdefault(key, []).append((step, float(value)))
+        model.train()
+
+    try:
+        for step in range(steps):
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model, next_batch(step))
+            if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+                raise TypeError("loss_fn must return a scalar tensor (call .mean() on it?)")
+            problem = None
+            if not torch.isfinite(loss):
+                problem = ("loss", loss.item())
+            else:
+                loss.backward()
+                norm = clip(model.parameters(), clip_mode, clip_at)
+                if not math.isfinite(norm):
+                    problem = ("gradient norm", norm)
+            if problem is not None:
+                if on_nonfinite == "raise":
+                    raise NonFiniteError(step, *problem)
+                history.stopped = f"{problem[0]} became {problem[1]} at step {step}"
+                break
+            optimizer.step()
+            history.loss.append(loss.item())
+            history.grad_norm.append(norm)
+            if evaluate is not None and eval_every and (step + 1) % eval_every == 0:
+                run_evaluation(step)
+            bar.update(1)
+            if step % 25 == 0 or step == steps - 1:
+                bar.set_postfix(loss=f"{history.loss[-1]:.4g}", refresh=False)
+        evaluated_last = eval_every and history.steps % eval_every == 0 and not history.stopped
+        if evaluate is not None and history.steps and not evaluated_last:
+            run_evaluation(history.steps - 1)
+    finally:
+        _finish_bar(bar, history.steps)
+        history.seconds = time.perf_counter() - start
+    return history
+
+
+def _detach(state):
+    if state is None:
+        return None
+    if isinstance(state, torch.Tensor):
+        return state.detach()
+    return type(state)(_detach(s) for s in state)
+
+
+def tbptt_loop(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    k: int,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    state=None,
+    carry: Callable = lambda state: state,
+    clip_mode: str | None = None,
+    clip_at: float = 1.0,
+):
+    """Truncated BPTT with k1 = k2 = k over one long batch-first stream (spec rnn-bptt §3.3).
+
+    The stream ``x`` (B, N, ...) and its targets ``y`` (B, N, ...) are cut into chunks of
+    ``k`` steps. ``model(x_chunk, state)`` must return ``(output, new_state)``; ``carry``
+    turns ``new_state`` into the next chunk's initial state (for a model that returns all
+    hidden states, ``carry=lambda h: h[:, -1]``). The state is detached at every chunk
+    boundary, so no gradient reaches further back than the start of the current chunk.
+    One optimizer update per chunk. Returns ``(chunk_losses, final_state)``; the gradients
+    of the last chunk stay in ``.grad``.
+    """
+    check_positive_int(k, "k")
+    if x.dim() < 2 or y.dim() < 2 or x.shape[:2] != y.shape[:2]:
+        raise ValueError(
+            "x and y must be batch-first streams (B, N, ...) with the same B and N, "
+            f"got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
+    losses = []
+    for start in range(0, x.shape[1], k):
+        optimizer.zero_grad(set_to_none=True)
+        output, new_state = model(x[:, start : start + k], state)
+        loss = loss_fn(output, y[:, start : start + k])
+        if not torch.isfinite(loss):
+            raise NonFiniteError(len(losses), "loss", float(loss))
+        loss.backward()
+        clip(model.parameters(), clip_mode, clip_at)
+        optimizer.step()
+        losses.append(loss.item())
+        state = _detach(carry(new_state))
+    return losses, state

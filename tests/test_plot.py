@@ -1,0 +1,124 @@
+"""rnnbook.plot: the theme, the profile stamp, smoothing and the kernel-free slider.
+
+The conftest selects the Agg backend before matplotlib is imported.
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from rnnbook import plot
+from rnnbook.profiles import Profile
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(autouse=True)
+def _restore_matplotlib():
+    with mpl.rc_context():
+        yield
+    plt.close("all")
+
+
+def test_backend_is_agg():
+    assert mpl.get_backend().lower() == "agg"
+
+
+def test_use_theme_makes_figures_transparent():
+    mpl.rcdefaults()
+    assert mpl.rcParams["figure.facecolor"] != "none"
+    plot.use_theme()
+    for key in ("figure.facecolor", "axes.facecolor", "savefig.facecolor"):
+        assert mpl.rcParams[key] == "none"
+    assert mpl.rcParams["savefig.transparent"] is True
+
+
+def test_use_theme_pairs_colours_with_line_styles():
+    plot.use_theme()
+    cycle = list(mpl.rcParams["axes.prop_cycle"])
+    assert [c["color"] for c in cycle] == plot.PALETTE
+    assert len({str(c["linestyle"]) for c in cycle}) == len(cycle)
+
+
+@pytest.mark.parametrize("profile", ["quick", Profile("quick", "test")])
+def test_figure_stamps_the_profile(profile):
+    fig, ax = plot.figure(profile)
+    assert [t.get_text() for t in fig.texts] == ["profile: quick"]
+    assert ax in fig.axes
+
+
+def test_figure_with_several_axes_returns_an_array():
+    fig, axes = plot.figure("full", ncols=2, nrows=2)
+    assert axes.shape == (2, 2)
+    assert "profile: full" in [t.get_text() for t in fig.texts]
+
+
+def _moving_average(values, window):
+    return np.array([np.mean(values[max(0, i - window + 1) : i + 1]) for i in range(len(values))])
+
+
+@pytest.mark.parametrize("window", [2, 3, 10, 50])
+def test_smooth_is_a_trailing_moving_average(window):
+    values = np.random.default_rng(0).normal(size=40)
+    np.testing.assert_allclose(plot.smooth(values, window), _moving_average(values, window), rtol=1e-12)
+
+
+@pytest.mark.parametrize("window", [0, 1])
+def test_smooth_with_window_one_returns_the_values(window):
+    np.testing.assert_array_equal(plot.smooth([1, 2, 4], window), [1.0, 2.0, 4.0])
+
+
+def test_smooth_of_nothing_is_empty():
+    assert plot.smooth([], 5).shape == (0,)
+
+
+def test_style_cycles_through_palette_and_line_styles():
+    n = len(plot.PALETTE)
+    assert plot.style(0) == {"color": plot.PALETTE[0], "linestyle": plot.LINESTYLES[0]}
+    assert plot.style(n) == plot.style(0)
+
+
+def test_curves_plots_each_series_smoothed_with_a_baseline():
+    fig, ax = plot.figure("quick")
+    plot.curves(ax, {"a": [1, 2, 3], "b": [3, 2, 1]}, window=2, baseline=(1 / 6, "constant"), xlabel="step")
+    lines = ax.get_lines()
+    assert [line.get_label() for line in lines[:2]] == ["a", "b"]
+    np.testing.assert_allclose(lines[0].get_ydata(), [1.0, 1.5, 2.5])
+    assert ax.get_xlabel() == "step"
+    assert ax.get_legend() is not None
+
+
+def test_figure_png_returns_png_bytes_and_closes_the_figure():
+    fig, _ = plot.figure("quick")
+    data = plot.figure_png(fig)
+    assert data.startswith(PNG_MAGIC)
+    assert not plt.fignum_exists(fig.number)
+
+
+def _draw(value):
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, value])
+    return fig
+
+
+def test_slider_figure_has_one_image_per_value():
+    values = [0.5, 1.0, 2.0]
+    box = plot.slider_figure(_draw, values, "rho", index=1)
+    assert isinstance(box, widgets.VBox)
+    slider, stack = box.children
+    assert isinstance(stack, widgets.Stack)
+    assert len(stack.children) == len(values)
+    assert all(isinstance(image, widgets.Image) for image in stack.children)
+    assert all(bytes(image.value).startswith(PNG_MAGIC) for image in stack.children)
+    assert stack.selected_index == 1 and slider.index == 1
+    assert [label for label, _ in slider.options] == ["0.5", "1", "2"]
+    assert plt.get_fignums() == []  # every drawn figure was closed
+
+
+def test_slider_figure_without_values_is_an_error():
+    with pytest.raises(ValueError, match="at least one value"):
+        plot.slider_figure(_draw, [], "rho")
