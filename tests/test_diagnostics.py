@@ -97,7 +97,9 @@ def test_step_jacobians_of_relu_zero_the_rows_of_inactive_units():
         a = cell.pre_activation(x[:, t], h).detach()
         inactive = a <= 0  # (B, d_h)
         assert bool((jac[:, t][inactive] == 0).all())
-        torch.testing.assert_close(jac[:, t][~inactive], cell.weight_hh.detach().expand(B, -1, -1)[~inactive])
+        torch.testing.assert_close(
+            jac[:, t][~inactive], cell.weight_hh.detach().expand(B, -1, -1)[~inactive]
+        )
         h = torch.relu(a)
 
 

@@ -64,7 +64,9 @@ def _moving_average(values, window):
 @pytest.mark.parametrize("window", [2, 3, 10, 50])
 def test_smooth_is_a_trailing_moving_average(window):
     values = np.random.default_rng(0).normal(size=40)
-    np.testing.assert_allclose(plot.smooth(values, window), _moving_average(values, window), rtol=1e-12)
+    np.testing.assert_allclose(
+        plot.smooth(values, window), _moving_average(values, window), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("window", [0, 1])
@@ -84,7 +86,9 @@ def test_style_cycles_through_palette_and_line_styles():
 
 def test_curves_plots_each_series_smoothed_with_a_baseline():
     fig, ax = plot.figure("quick")
-    plot.curves(ax, {"a": [1, 2, 3], "b": [3, 2, 1]}, window=2, baseline=(1 / 6, "constant"), xlabel="step")
+    plot.curves(
+        ax, {"a": [1, 2, 3], "b": [3, 2, 1]}, window=2, baseline=(1 / 6, "constant"), xlabel="step"
+    )
     lines = ax.get_lines()
     assert [line.get_label() for line in lines[:2]] == ["a", "b"]
     np.testing.assert_allclose(lines[0].get_ydata(), [1.0, 1.5, 2.5])
@@ -122,3 +126,14 @@ def test_slider_figure_has_one_image_per_value():
 def test_slider_figure_without_values_is_an_error():
     with pytest.raises(ValueError, match="at least one value"):
         plot.slider_figure(_draw, [], "rho")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="package bug: plot.py slider_figure tests `if not values`, which raises 'The truth "
+    "value of an array ... is ambiguous' for a NumPy array such as np.linspace(...); "
+    "use `if len(values) == 0`",
+)
+def test_slider_figure_accepts_a_numpy_array():
+    box = plot.slider_figure(_draw, np.linspace(0.5, 1.5, 3), "rho")
+    assert len(box.children[1].children) == 3

@@ -132,6 +132,7 @@ def slider_figure(draw: Callable[[object], object], values: Sequence, descriptio
     images = [widgets.Image(value=figure_png(draw(v)), format="png") for v in values]
     for image in images:
         image.layout.max_width = "100%"
+        image.add_class("dark-light")  # drawn for both themes: no light backdrop in dark mode
     stack = widgets.Stack(images, selected_index=index)
     slider = widgets.SelectionSlider(
         options=[(f"{v:g}" if isinstance(v, float) else str(v), i) for i, v in enumerate(values)],

@@ -29,7 +29,13 @@ def _inputs(B, T, d_x, d_h, dtype, seed=1):
 
 CASES = pytest.mark.parametrize(
     "nonlinearity, bias, B, T",
-    [(n, bias, B, T) for n in ("tanh", "relu") for bias in (True, False) for B in (1, 3) for T in (1, 7)],
+    [
+        (n, bias, B, T)
+        for n in ("tanh", "relu")
+        for bias in (True, False)
+        for B in (1, 3)
+        for T in (1, 7)
+    ],
 )
 DTYPES = pytest.mark.parametrize("dtype", [torch.float64, torch.float32], ids=["f64", "f32"])
 
@@ -66,7 +72,9 @@ def test_recurrent_gradients_match_nn_rnn(nonlinearity, bias, B, T, dtype):
     tol = 10 * TOL[dtype]  # a backward pass adds a few roundings
     ours = dict(srn.cell.named_parameters())
     for name, theirs in rnn.named_parameters():
-        torch.testing.assert_close(ours[name.removesuffix("_l0")].grad, theirs.grad, rtol=tol, atol=tol)
+        torch.testing.assert_close(
+            ours[name.removesuffix("_l0")].grad, theirs.grad, rtol=tol, atol=tol
+        )
     torch.testing.assert_close(x_ours.grad, x_theirs.grad, rtol=tol, atol=tol)
     torch.testing.assert_close(h0_ours.grad, h0_theirs.grad, rtol=tol, atol=tol)
 
@@ -206,7 +214,9 @@ def test_orthogonal_init_has_unit_singular_values():
 def test_scaled_orthogonal_init_has_singular_values_rho(rho):
     torch.manual_seed(0)
     s = _singular_values(SRN(3, 8, 2, init=("scaled_orthogonal", rho)))
-    torch.testing.assert_close(s, torch.full((8,), float(rho), dtype=torch.float64), rtol=1e-5, atol=0)
+    torch.testing.assert_close(
+        s, torch.full((8,), float(rho), dtype=torch.float64), rtol=1e-5, atol=0
+    )
 
 
 def test_identity_init_is_the_irnn():
@@ -244,7 +254,12 @@ def test_bad_init_is_rejected(init, match):
 @pytest.mark.parametrize(
     "x_shape, h0_shape, error, match",
     [
-        ((2, 5, 4), None, ValueError, r"x must have the input size d_x = 3 in dimension 2, got shape \(2, 5, 4\)"),
+        (
+            (2, 5, 4),
+            None,
+            ValueError,
+            r"x must have the input size d_x = 3 in dimension 2, got shape \(2, 5, 4\)",
+        ),
         ((5, 3), None, ValueError, r"x must have 3 dimensions, got shape \(5, 3\)"),
         ((1, 2, 5, 3), None, ValueError, "x must have 3 dimensions"),
         ((2, 0, 3), None, ValueError, r"at least one time step, got shape \(2, 0, 3\)"),
@@ -289,7 +304,11 @@ def test_cell_rejects_bad_input(x_shape, h_shape, match):
         ((3, 4, 0), {}, "d_y must be a positive integer, got 0"),
         ((3, 4.0, 2), {}, "d_h must be a positive integer, got 4.0"),
         ((3, True, 2), {}, "d_h must be a positive integer, got True"),
-        ((3, 4, 2), {"nonlinearity": "sigmoid"}, r"nonlinearity must be one of \('tanh', 'relu'\), got 'sigmoid'"),
+        (
+            (3, 4, 2),
+            {"nonlinearity": "sigmoid"},
+            r"nonlinearity must be one of \('tanh', 'relu'\), got 'sigmoid'",
+        ),
     ],
 )
 def test_constructor_rejects_bad_arguments(args, kwargs, match):
