@@ -128,12 +128,6 @@ def test_slider_figure_without_values_is_an_error():
         plot.slider_figure(_draw, [], "rho")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="package bug: plot.py slider_figure tests `if not values`, which raises 'The truth "
-    "value of an array ... is ambiguous' for a NumPy array such as np.linspace(...); "
-    "use `if len(values) == 0`",
-)
 def test_slider_figure_accepts_a_numpy_array():
     box = plot.slider_figure(_draw, np.linspace(0.5, 1.5, 3), "rho")
     assert len(box.children[1].children) == 3

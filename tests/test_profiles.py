@@ -139,23 +139,12 @@ def test_sizes_repr_names_profile_and_values():
     assert repr(Sizes("quick", {"steps": 3})) == "Sizes[quick](steps=3)"
 
 
-_SIZES_COPY_BUG = (
-    "package bug: profiles.py Sizes.__getattr__ reads self._values, so on an instance made "
-    "without __init__ (as copy and pickle do) looking up any attribute recurses forever "
-    "(RecursionError in copy.copy/deepcopy); and the MappingProxyType in _values cannot be "
-    "pickled (TypeError). Fix: raise AttributeError for names starting with '_' in "
-    "__getattr__, and define __reduce__ returning (Sizes, (profile, dict(values)))"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_SIZES_COPY_BUG)
 @pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
 def test_sizes_can_be_copied(duplicate):
     sizes = Profile("full", "test").sizes(**SIZES)
     assert duplicate(sizes).as_dict() == SIZES["full"]
 
 
-@pytest.mark.xfail(strict=True, reason=_SIZES_COPY_BUG)
 def test_sizes_can_be_pickled():
     """DataLoader workers started with 'spawn' (macOS, Windows) pickle what they get."""
     sizes = Profile("full", "test").sizes(**SIZES)

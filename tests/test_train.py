@@ -442,7 +442,6 @@ def test_full_bptt_does_give_gradient_to_the_echoed_input():
     assert (x.grad[:, t - D, 0] != 0).all()
 
 
-@pytest.mark.filterwarnings("ignore:Converting a tensor with requires_grad=True")  # see below
 def test_tbptt_nan_loss_names_the_chunk():
     x, y = _stream(N=6)
     y[:, 4] = float("nan")
@@ -486,11 +485,6 @@ def test_fit_nan_guard_emits_no_torch_warning(all_warnings):
     assert [str(w.message) for w in all_warnings] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="package bug: train.py tbptt_loop calls float(loss) on a tensor that requires grad "
-    "when raising NonFiniteError, which makes torch emit a UserWarning; use loss.item()",
-)
 def test_tbptt_nan_guard_emits_no_torch_warning(all_warnings):
     x, y = _stream(N=4)
     y[:, 0] = float("nan")
@@ -501,12 +495,6 @@ def test_tbptt_nan_guard_emits_no_torch_warning(all_warnings):
     assert [str(w.message) for w in all_warnings] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="package bug: tbptt_loop ignores the gradient norm that clip() returns, so an "
-    "infinite gradient reaches optimizer.step() and turns the weights into NaN; the next "
-    "chunk then reports a NaN *loss* claiming the optimizer never used it",
-)
 def test_tbptt_infinite_gradient_is_caught_before_the_update():
     x, y = _stream(N=6)
     model = _srn()
@@ -517,6 +505,7 @@ def test_tbptt_infinite_gradient_is_caught_before_the_update():
         output.register_hook(lambda grad: torch.full_like(grad, float("inf")))
         return _sum_mse(output, target)
 
-    with pytest.raises(NonFiniteError, match="gradient norm became inf at step 0"):
+    # inf flowing back through tanh meets 0 * inf, so the norm may come out inf or nan
+    with pytest.raises(NonFiniteError, match=r"gradient norm became (inf|nan) at step 0"):
         tbptt_loop(model, x, y, 3, optimizer, inf_grad_loss, carry=_last_hidden)
     assert all(torch.isfinite(p).all() for p in model.parameters())

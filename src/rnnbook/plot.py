@@ -127,7 +127,7 @@ def slider_figure(draw: Callable[[object], object], values: Sequence, descriptio
     """
     import ipywidgets as widgets
 
-    if not values:
+    if len(values) == 0:
         raise ValueError("slider_figure needs at least one value")
     images = [widgets.Image(value=figure_png(draw(v)), format="png") for v in values]
     for image in images:

@@ -37,6 +37,8 @@ class Sizes:
         object.__setattr__(self, "_values", MappingProxyType(dict(values)))
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # copy and pickle probe for hooks before _values exists
+            raise AttributeError(name)
         try:
             return self._values[name]
         except KeyError:
@@ -47,6 +49,9 @@ class Sizes:
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("profile sizes are read-only; change them in the prof.sizes(...) call")
+
+    def __reduce__(self):
+        return (Sizes, (self._profile, dict(self._values)))
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self._values)

@@ -230,7 +230,8 @@ def tbptt_loop(
     hidden states, ``carry=lambda h: h[:, -1]``). The state is detached at every chunk
     boundary, so no gradient reaches further back than the start of the current chunk.
     One optimizer update per chunk. Returns ``(chunk_losses, final_state)``; the gradients
-    of the last chunk stay in ``.grad``.
+    of the last chunk stay in ``.grad``. A non-finite loss or gradient raises
+    :class:`NonFiniteError` naming the chunk (counted from 0) before the optimizer uses it.
     """
     check_positive_int(k, "k")
     if x.dim() < 2 or y.dim() < 2 or x.shape[:2] != y.shape[:2]:
@@ -244,9 +245,11 @@ def tbptt_loop(
         output, new_state = model(x[:, start : start + k], state)
         loss = loss_fn(output, y[:, start : start + k])
         if not torch.isfinite(loss):
-            raise NonFiniteError(len(losses), "loss", float(loss))
+            raise NonFiniteError(len(losses), "loss", loss.item())
         loss.backward()
-        clip(model.parameters(), clip_mode, clip_at)
+        norm = clip(model.parameters(), clip_mode, clip_at)
+        if not math.isfinite(norm):
+            raise NonFiniteError(len(losses), "gradient norm", norm)
         optimizer.step()
         losses.append(loss.item())
         state = _detach(carry(new_state))

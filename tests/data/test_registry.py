@@ -141,13 +141,6 @@ def test_damaged_mirror_gzip_leaves_no_file(tmp_mirror, cache, monkeypatch, dama
     assert _files(cache) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="package bug: registry.py _install lets gzip's EOFError/BadGzipFile escape from a "
-    "damaged .gz (mirror or download), so fetch raises neither a DataError nor a message "
-    "naming the file and its source; wrap the decompression (EOFError, OSError, "
-    "zlib.error) into ChecksumError",
-)
 @pytest.mark.parametrize("damage", list(DAMAGED_GZ))
 def test_damaged_mirror_gzip_is_a_checksum_error_naming_the_file(tmp_mirror, monkeypatch, damage):
     monkeypatch.setenv(OFFLINE_ENV_VAR, "1")

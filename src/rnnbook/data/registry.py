@@ -20,6 +20,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,8 +161,14 @@ def _install(source: Path, gzipped: bool, remote: RemoteFile, target: Path, orig
     """Copy (or decompress) ``source`` to a temporary file, verify it, then rename to ``target``."""
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
     try:
-        with os.fdopen(fd, "wb") as out, (gzip.open if gzipped else open)(source, "rb") as src:
-            shutil.copyfileobj(src, out, 1 << 20)
+        try:
+            with os.fdopen(fd, "wb") as out, (gzip.open if gzipped else open)(source, "rb") as src:
+                shutil.copyfileobj(src, out, 1 << 20)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as error:
+            raise ChecksumError(
+                f"{remote.name} from {origin} is not a valid gzip file ({error}); the file was "
+                "not kept. The source is damaged or truncated."
+            ) from error
         found = sha256_of(Path(tmp))
         if found != remote.sha256:
             raise ChecksumError(
