@@ -26,17 +26,6 @@ MIRROR = Path(
 ).resolve()
 
 
-def pytest_ignore_collect(collection_path: Path, config):
-    """Collect tests/data although pyproject's ``norecursedirs`` lists ``data``.
-
-    That pattern is meant for the dataset cache at the repository root, but pytest matches it
-    against every folder's name, so without this hook ``pytest tests`` skips tests/data.
-    """
-    if collection_path == Path(__file__).parent / "data":
-        return False
-    return None
-
-
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch, tmp_path):
     for name in list(os.environ):

@@ -209,3 +209,10 @@ def test_weights_hash_changes_with_dtype_shape_or_name(change):
 def test_weights_hash_ignores_memory_layout():
     a = torch.arange(6.0).view(2, 3)
     assert weights_sha256({"w": a.t()}) == weights_sha256({"w": a.t().contiguous()})
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int64, torch.bool])
+def test_weights_hash_works_for_every_dtype(dtype):
+    state = {"w": torch.ones(3, 2).to(dtype)}
+    assert len(weights_sha256(state)) == 64
+    assert weights_sha256(state) != weights_sha256({"w": torch.zeros(3, 2).to(dtype)})

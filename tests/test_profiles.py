@@ -37,9 +37,10 @@ def test_parameter_beats_environment_variable(monkeypatch):
     assert resolve_profile("quick", cuda_available=True) == Profile("quick", "parameter")
 
 
-def test_empty_parameter_means_not_given(monkeypatch):
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_blank_parameter_means_not_given(monkeypatch, blank):
     monkeypatch.setenv(ENV_VAR, "full")
-    assert resolve_profile("", cuda_available=False).name == "full"
+    assert resolve_profile(blank, cuda_available=False).name == "full"
 
 
 def test_blank_environment_variable_means_not_set(monkeypatch):

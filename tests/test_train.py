@@ -153,6 +153,12 @@ def test_fit_rejects_batches_that_are_neither_callable_nor_iterable():
         fit(model, 42, loss_fn, steps=1)
 
 
+def test_fit_says_when_an_iterable_of_batches_runs_out():
+    model, batch, loss_fn = _regression()
+    with pytest.raises(ValueError, match="ran out after 2 steps"):
+        fit(model, [batch, batch], loss_fn, steps=5)
+
+
 # --- the NaN guard ---------------------------------------------------------------------------
 
 

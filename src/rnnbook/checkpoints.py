@@ -55,7 +55,7 @@ def weights_sha256(state_dict: dict[str, torch.Tensor]) -> str:
     for name in sorted(state_dict):
         tensor = state_dict[name].detach().cpu().contiguous()
         digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
-        digest.update(tensor.numpy().tobytes() if tensor.numel() else b"")
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())  # any dtype
     return digest.hexdigest()
 
 

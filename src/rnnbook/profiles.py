@@ -97,7 +97,7 @@ def resolve_profile(requested: str | None = None, *, cuda_available: bool | None
     """Resolve the profile: papermill parameter, then ``RNNBOOK_PROFILE``, then the device.
 
     Args:
-        requested: the chapter's ``profile`` parameter; ``None`` or ``""`` means "not given".
+        requested: the chapter's ``profile`` parameter; ``None`` or blank means "not given".
         cuda_available: override the device test (for tests); default ``torch.cuda.is_available()``.
 
     Raises:
@@ -105,7 +105,7 @@ def resolve_profile(requested: str | None = None, *, cuda_available: bool | None
     """
     if requested is not None and not isinstance(requested, str):
         raise TypeError(f"profile must be a string or None, got {type(requested).__name__}")
-    if requested:
+    if requested and requested.strip():
         return Profile(_checked(requested, "the chapter's profile parameter"), "parameter")
     from_env = os.environ.get(ENV_VAR, "").strip()
     if from_env:

@@ -88,7 +88,16 @@ def _batch_source(batches) -> Callable[[int], object]:
         return batches
     if isinstance(batches, Iterable):
         iterator = iter(batches)
-        return lambda step: next(iterator)
+
+        def next_batch(step: int):
+            try:
+                return next(iterator)
+            except StopIteration:
+                raise ValueError(
+                    f"the batches ran out after {step} steps; give at least `steps` of them"
+                ) from None
+
+        return next_batch
     raise TypeError(
         f"batches must be a function step -> batch or an iterable of batches, got {type(batches)}"
     )

@@ -115,7 +115,7 @@ def _ensure(dataset: Dataset, remote: RemoteFile, target: Path) -> None:
             return
         target.unlink()  # a stale or damaged cache entry; fetch it again
     mirror = os.environ.get(MIRROR_ENV_VAR, "").strip()
-    offline = os.environ.get(OFFLINE_ENV_VAR, "").strip() not in ("", "0")
+    offline = os.environ.get(OFFLINE_ENV_VAR, "").strip().lower() not in ("", "0", "false", "no")
     if mirror:
         source = Path(mirror).expanduser() / dataset.name / remote.mirror_file
         if source.is_file():
