@@ -1,32 +1,17 @@
-"""Interleaved timing: run every contender once per round, keep each one's median."""
+"""Saving benchmark results; the interleaved timing itself is ``rnnbook.timing.compare``."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
+from rnnbook.timing import compare  # noqa: F401  (re-exported for the bench scripts)
+
 RESULTS = Path(__file__).parent / "results"
-
-
-def compare(contenders: dict[str, Callable[[], None]], rounds: int = 15, warmup: int = 3):
-    """Median seconds per call of each contender, measured in alternating rounds."""
-    for fn in contenders.values():
-        for _ in range(warmup):
-            fn()
-    times = {name: [] for name in contenders}
-    for _ in range(rounds):
-        for name, fn in contenders.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def save(name: str, rows: list[dict]) -> Path:

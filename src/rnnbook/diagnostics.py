@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from rnnbook._validate import check_size, check_tensor
+from rnnbook.models.recurrent import unroll
 
 
 def _states(cell, x: torch.Tensor, h0: torch.Tensor | None):
@@ -66,3 +67,24 @@ def jacobian_norms_autograd(cell, x: torch.Tensor, h0: torch.Tensor | None = Non
             rows.append(torch.stack(grads, dim=1))  # (B, T, d_h): row `unit` of each dh_T/dh_k
     jac = torch.stack(rows, dim=2)  # (B, T, d_h, d_h)
     return torch.linalg.matrix_norm(jac, ord=2)
+
+
+def input_jacobian_norms(cell, x: torch.Tensor, state=None) -> torch.Tensor:
+    """Frobenius norms ``||dh_T/dx_k||`` for k = 1..T, by autograd, for any cell.
+
+    How strongly the last hidden state still depends on each input: the quantity that decides
+    whether a loss at step T can teach the network anything about ``x_k``. Works for every
+    cell with ``project_inputs``/``step`` (SRN, LSTM, GRU, DCM). One backward pass per hidden
+    unit. Returns (B, T); entry ``k - 1`` belongs to the lag ``T - k``.
+    """
+    check_tensor(x, "x", ndim=3)
+    check_size(x, "x", 2, cell.input_size, "the input size d_x")
+    with torch.enable_grad():
+        x = x.detach().requires_grad_(True)
+        h, _ = unroll(cell, x, state)
+        h_T = h[:, -1]  # (B, H)
+        squared = torch.zeros(x.shape[:2], dtype=x.dtype, device=x.device)
+        for unit in range(h_T.shape[-1]):
+            (grad,) = torch.autograd.grad(h_T[:, unit].sum(), x, retain_graph=True)
+            squared += grad.pow(2).sum(-1)  # row `unit` of every dh_T/dx_k, (B, T)
+    return squared.sqrt()

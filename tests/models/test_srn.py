@@ -112,9 +112,9 @@ def test_to_torch_round_trip(bias):
 @pytest.mark.parametrize(
     "rnn, match",
     [
-        (nn.RNN(3, 4, bias=False, batch_first=True), "do not match the SRN's"),
-        (nn.RNN(3, 4, num_layers=2, batch_first=True), "do not match the SRN's"),
-        (nn.RNN(3, 4, nonlinearity="relu", batch_first=True), "nn.RNN uses relu, the SRN tanh"),
+        (nn.RNN(3, 4, bias=False, batch_first=True), "do not match the cell's"),
+        (nn.RNN(3, 4, num_layers=2, batch_first=True), "do not match the cell's"),
+        (nn.RNN(3, 4, nonlinearity="relu", batch_first=True), "nn.RNN uses relu, the cell tanh"),
         (nn.RNN(3, 5, batch_first=True), r"weight_ih_l0: shape \(5, 3\) != \(4, 3\)"),
     ],
     ids=["bias", "layers", "nonlinearity", "shape"],

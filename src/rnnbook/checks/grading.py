@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 
@@ -17,6 +19,18 @@ def passed(name: str, tests: list[str]) -> str:
     message = f"✓ {name}: all {len(tests)} checks passed ({'; '.join(tests)})."
     print(message)
     return message
+
+
+def own_random_state(checker):
+    """Run ``checker`` with torch's global random state saved and restored, so that checking
+    an exercise never changes the random numbers of the cells that follow it."""
+
+    @functools.wraps(checker)
+    def wrapped(*args, **kwargs):
+        with torch.random.fork_rng(devices=[]):
+            return checker(*args, **kwargs)
+
+    return wrapped
 
 
 def call(fn, *args, name: str):

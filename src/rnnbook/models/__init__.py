@@ -1,6 +1,20 @@
 """Models, one module per family; ``recurrent`` holds the time loop they share."""
 
-from rnnbook.models.recurrent import hidden_of, unroll
+from rnnbook.models.gru import GRUCell
+from rnnbook.models.lstm import DCMCell, LSTMCell, record_gates
+from rnnbook.models.recurrent import Recurrent, RecurrentModel, hidden_of, unroll
 from rnnbook.models.srn import SRN, SRNCell, math_parameters
 
-__all__ = ["SRN", "SRNCell", "hidden_of", "math_parameters", "unroll"]
+__all__ = [
+    "DCMCell",
+    "GRUCell",
+    "LSTMCell",
+    "Recurrent",
+    "RecurrentModel",
+    "SRN",
+    "SRNCell",
+    "hidden_of",
+    "math_parameters",
+    "record_gates",
+    "unroll",
+]

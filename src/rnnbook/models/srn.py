@@ -58,6 +58,17 @@ class SRNCell(nn.Module):
             a = a + self.bias_ih + self.bias_hh
         return a
 
+    def project_inputs(self, x: torch.Tensor) -> torch.Tensor:
+        """The input half of (R1), ``W_xh x + b_h``, for any leading shape (..., d_x)."""
+        a = x @ self.weight_ih.T
+        if self.bias_ih is not None:
+            a = a + self.bias_ih + self.bias_hh
+        return a
+
+    def step(self, x_proj: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
+        """(R1)-(R2) from the projected input: ``h_t = phi(x_proj + W_hh h_{t-1})``."""
+        return NONLINEARITIES[self.nonlinearity](x_proj + h_prev @ self.weight_hh.T)
+
     def forward(self, x_t: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
         check_tensor(x_t, "x_t", ndim=2)
         check_tensor(h_prev, "h_prev", ndim=2)
@@ -69,6 +80,32 @@ class SRNCell(nn.Module):
                 f"{h_prev.shape[0]}"
             )
         return NONLINEARITIES[self.nonlinearity](self.pre_activation(x_t, h_prev))  # (R2)
+
+    @torch.no_grad()
+    def load_from_torch(self, rnn: nn.RNN) -> SRNCell:
+        """Copy the weights of a one-layer, unidirectional ``nn.RNN`` into this cell."""
+        expected = {
+            "weight_ih_l0": self.weight_ih,
+            "weight_hh_l0": self.weight_hh,
+            "bias_ih_l0": self.bias_ih,
+            "bias_hh_l0": self.bias_hh,
+        }
+        expected = {k: v for k, v in expected.items() if v is not None}
+        theirs = dict(rnn.named_parameters())
+        if set(theirs) != set(expected):
+            raise ValueError(
+                f"nn.RNN parameters {sorted(theirs)} do not match the cell's {sorted(expected)} "
+                "(one layer, unidirectional, same bias setting)"
+            )
+        if rnn.nonlinearity != self.nonlinearity:
+            raise ValueError(f"nn.RNN uses {rnn.nonlinearity}, the cell {self.nonlinearity}")
+        for name, ours in expected.items():
+            if theirs[name].shape != ours.shape:
+                raise ValueError(
+                    f"{name}: shape {tuple(theirs[name].shape)} != {tuple(ours.shape)}"
+                )
+            ours.copy_(theirs[name])
+        return self
 
     def extra_repr(self) -> str:
         return f"d_x={self.input_size}, d_h={self.hidden_size}, {self.nonlinearity}"
@@ -123,27 +160,7 @@ class SRN(nn.Module):
     @torch.no_grad()
     def load_from_torch(self, rnn: nn.RNN) -> SRN:
         """Copy the weights of a one-layer, batch-first ``nn.RNN`` into this SRN's cell."""
-        expected = {
-            "weight_ih_l0": self.cell.weight_ih,
-            "weight_hh_l0": self.cell.weight_hh,
-            "bias_ih_l0": self.cell.bias_ih,
-            "bias_hh_l0": self.cell.bias_hh,
-        }
-        expected = {k: v for k, v in expected.items() if v is not None}
-        theirs = dict(rnn.named_parameters())
-        if set(theirs) != set(expected):
-            raise ValueError(
-                f"nn.RNN parameters {sorted(theirs)} do not match the SRN's {sorted(expected)} "
-                "(one layer, unidirectional, same bias setting)"
-            )
-        if rnn.nonlinearity != self.cell.nonlinearity:
-            raise ValueError(f"nn.RNN uses {rnn.nonlinearity}, the SRN {self.cell.nonlinearity}")
-        for name, ours in expected.items():
-            if theirs[name].shape != ours.shape:
-                raise ValueError(
-                    f"{name}: shape {tuple(theirs[name].shape)} != {tuple(ours.shape)}"
-                )
-            ours.copy_(theirs[name])
+        self.cell.load_from_torch(rnn)
         return self
 
     def to_torch(self) -> nn.RNN:
