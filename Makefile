@@ -14,11 +14,12 @@ JB     := $(BIN)/jupyter-book
 # --keep-going lists every problem before failing.
 JBFLAGS ?= -W -n --keep-going
 
-.PHONY: help setup book test lint format unit notebooks html bench clean distclean
+.PHONY: help setup book student-book student-check test lint format unit notebooks html bench clean distclean
 
 help:
 	@echo "make book    execute every chapter and render the HTML into _build/html"
-	@echo "make test    lint, unit tests, chapters under nbval, HTML build (quick profile)"
+	@echo "make student-book  the student edition (no solutions) into _build/student"
+	@echo "make test    lint, unit tests, chapters under nbval, HTML build, student edition (quick)"
 	@echo "make bench   run the benchmarks in benchmarks/ and write benchmarks/results/"
 	@echo "make format  apply ruff's formatting and import order"
 
@@ -48,10 +49,14 @@ html: setup
 	$(JB) build . $(JBFLAGS)
 	@echo "The book is in _build/html/index.html"
 
+# The student edition: the instructor build's executed chapters without solutions.
+student-book: html
+	$(PY) scripts/student_book.py
+
 # --- tests ---------------------------------------------------------------------------------
 
 test: export RNNBOOK_PROFILE ?= quick
-test: setup lint unit notebooks html
+test: setup lint unit notebooks html student-check
 
 lint: setup
 	$(BIN)/ruff check .
@@ -65,6 +70,11 @@ unit: setup
 	$(BIN)/pytest tests -q
 
 # Every chapter runs top to bottom; assert cells carry the checks (see chapters/README.md).
+# Build the student edition from the fresh HTML build, then check that it holds no solution.
+student-check: html
+	$(PY) scripts/student_book.py
+	RNNBOOK_REQUIRE_STUDENT_BUILD=1 $(BIN)/pytest tests/test_student_edition.py -q -p no:cacheprovider
+
 notebooks: setup
 	$(BIN)/pytest chapters --nbval-lax --nbval-current-env -q -p no:cacheprovider
 
