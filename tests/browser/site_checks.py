@@ -620,7 +620,9 @@ _COLOURS_JS = """
     math: sample('article.bd-article mjx-container', 400),
     widgetText: sample('article.bd-article .widget-label, article.bd-article .widget-readout, article.bd-article .widget-html-content', 200),
     bodyText: sample('article.bd-article p', 3),
-    figures: [...document.querySelectorAll('article.bd-article img')].filter(visible).map(img => {
+    // Images that did not load are the images check's to report.
+    figures: [...document.querySelectorAll('article.bd-article img')]
+      .filter(img => visible(img) && img.naturalWidth > 0).map(img => {
       const r = img.getBoundingClientRect();
       const figure = {src: (img.getAttribute('src') || '').slice(0, 60), filter: getComputedStyle(img).filter,
                       x: r.left + window.scrollX, y: docTop(img), width: r.width, height: r.height,
