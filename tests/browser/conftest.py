@@ -10,6 +10,7 @@ Environment (read once, at import, before any fixture changes the environment):
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -38,6 +39,7 @@ def pytest_configure(config):
             f"no Chromium at {CHROMIUM}: run scripts/install_browser.sh, or set RNNBOOK_CHROMIUM"
         )
     config.screenshots_taken = []
+    config.readability = []
 
 
 def pytest_generate_tests(metafunc):
@@ -54,6 +56,12 @@ def pytest_terminal_summary(terminalreporter, config):
         terminalreporter.section(f"{len(shots)} screenshots in {SCREENSHOTS}")
         for shot in shots:
             terminalreporter.write_line(str(shot.relative_to(SCREENSHOTS)))
+    readability = getattr(config, "readability", [])
+    if readability:
+        report = SCREENSHOTS / "readability.json"
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps(readability, indent=1) + "\n")
+        terminalreporter.write_line(f"contrast measured on each page and mode: {report}")
 
 
 @pytest.fixture(scope="session")
@@ -112,6 +120,12 @@ def visit(session_context, base_url, page_path):
     loaded = open_page(session_context, base_url, page_path)
     yield loaded
     loaded.page.close()
+
+
+@pytest.fixture(scope="session")
+def readability(request) -> list:
+    """The contrast measurements of the theme tests, written to readability.json at the end."""
+    return request.config.readability
 
 
 @pytest.fixture(scope="session")

@@ -386,13 +386,20 @@ _SLIDERS_JS = """
 })
 """
 
+# "ok <src>" when the slider's box shows exactly one loaded image, else what it shows.
 _SLIDER_IMAGE_JS = """
 (index) => {
   const box = [...document.querySelectorAll('.widget-subarea .widget-vbox')][index];
-  const imgs = [...box.querySelectorAll('.widget-image')].filter(i => i.getBoundingClientRect().height > 0);
-  return imgs.length === 1 ? imgs[0].src + '|' + imgs[0].complete + '|' + imgs[0].naturalWidth : 'visible images: ' + imgs.length;
+  const shown = [...box.querySelectorAll('.widget-image')].filter(i => i.getBoundingClientRect().height > 0);
+  if (shown.length !== 1) return `${shown.length} images shown`;
+  return shown[0].complete && shown[0].naturalWidth > 0 ? `ok ${shown[0].src}` : 'an image that did not load';
 }
 """
+
+_SLIDER_MOVED_JS = (
+    "([index, before]) => { const now = (" + _SLIDER_IMAGE_JS + ")(index);"
+    " return now.startsWith('ok ') && now !== before; }"
+)
 
 
 def check_sliders(visit: Visit) -> list[str]:
@@ -401,7 +408,7 @@ def check_sliders(visit: Visit) -> list[str]:
     ``rnnbook.plot.slider_figure`` draws one image per slider value into an ipywidgets Stack
     and links the slider to it with ``jslink``, which the embedded widget manager runs in the
     browser. The check presses an arrow key on the slider's handle, expects exactly one
-    visible, loaded image that differs from the one before, then moves the slider back.
+    shown, loaded image that differs from the one before, then moves the slider back.
     """
     page = visit.page
     problems = []
@@ -409,26 +416,19 @@ def check_sliders(visit: Visit) -> list[str]:
         index = slider["index"]
         handle = page.locator(".widget-subarea .widget-vbox").nth(index).locator(".noUi-handle")
         before = page.evaluate(_SLIDER_IMAGE_JS, index)
-        if not before.split("|")[-1].isdigit() or before.endswith("|0"):
-            problems.append(f"slider figure #{index}: before moving, {before}")
+        if not before.startswith("ok "):
+            problems.append(f"slider figure #{index} shows {before} before moving")
             continue
-        key, back = (
-            ("ArrowLeft", "ArrowRight")
-            if slider["now"] >= slider["max"]
-            else ("ArrowRight", "ArrowLeft")
-        )
+        at_end = slider["now"] >= slider["max"]
+        key, back = ("ArrowLeft", "ArrowRight") if at_end else ("ArrowRight", "ArrowLeft")
         handle.focus()
         handle.press(key)
         try:
-            page.wait_for_function(
-                "([index, before]) => { const now = (" + _SLIDER_IMAGE_JS + ")(index);"
-                " return now !== before && now.endsWith('|true|' + now.split('|')[2]) && !now.endsWith('|0'); }",
-                arg=[index, before],
-                timeout=5_000,
-            )
+            page.wait_for_function(_SLIDER_MOVED_JS, arg=[index, before], timeout=5_000)
         except Exception:
             after = page.evaluate(_SLIDER_IMAGE_JS, index)
-            problems.append(f"slider figure #{index}: {key} did not change the image ({after})")
+            shows = "the same image" if after == before else after
+            problems.append(f"slider figure #{index}: {key} did not change the image ({shows})")
         handle.press(back)
     return problems
 
@@ -684,13 +684,16 @@ def _figure_contrast(histogram, total: int, backdrop) -> tuple[float, tuple, tup
     return ratio, ink, background
 
 
-def check_theme(visit: Visit, mode: str, screenshot: Path | None = None) -> list[str]:
+def check_theme(
+    visit: Visit, mode: str, screenshot: Path | None = None, measurements: list | None = None
+) -> list[str]:
     """Switch the page to ``mode`` (light or dark), screenshot it, and measure readability.
 
     - math (every MathJax container) and widget text: colour against its backdrop >= 4.5:1;
     - figures: not dimmed by a CSS filter, and their grey ink against the background they
-      are drawn on (measured on the screenshot's pixels) >= 3:1.
-    The page's own text is sampled too (three paragraphs), as a control.
+      are drawn on (the screenshot's pixels behind them) >= 3:1.
+    The page's own text is sampled too (three paragraphs), as a control. With
+    ``measurements``, a record of every measured contrast is appended to it.
     """
     page = visit.page
     page.evaluate(_SET_THEME_JS, mode)
@@ -700,14 +703,18 @@ def check_theme(visit: Visit, mode: str, screenshot: Path | None = None) -> list
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         screenshot.write_bytes(shot)
     problems = []
+    record = {"page": visit.name, "mode": mode, "lowest text contrast": {}, "figures": []}
     for kind in ("math", "widgetText", "bodyText"):
         worst = None
         for item in colours[kind]:
             ratio = contrast_ratio(item["color"], item["background"])
             if worst is None or ratio < worst[0]:
                 worst = (ratio, item)
-        if worst and worst[0] < TEXT_CONTRAST:
-            ratio, item = worst
+        if worst is None:
+            continue
+        ratio, item = worst
+        record["lowest text contrast"][kind] = round(ratio, 2)
+        if ratio < TEXT_CONTRAST:
             problems.append(
                 f"{mode}: {kind} {item['text']!r} has contrast {ratio:.2f}:1 < {TEXT_CONTRAST}:1 "
                 f"(colour {item['color'][:3]} on {[round(c) for c in item['background']]})"
@@ -737,9 +744,14 @@ def check_theme(visit: Visit, mode: str, screenshot: Path | None = None) -> list
             problems.append(f"{mode}: figure {name} shows a single colour")
             continue
         ratio, ink, background = measured
+        record["figures"].append(
+            {"src": name, "contrast": round(ratio, 2), "ink": ink, "background": background}
+        )
         if ratio < GRAPHIC_CONTRAST:
             problems.append(
                 f"{mode}: figure {name}: its ink {ink} on {background} has contrast "
                 f"{ratio:.2f}:1 < {GRAPHIC_CONTRAST}:1"
             )
+    if measurements is not None:
+        measurements.append(record)
     return problems

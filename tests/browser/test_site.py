@@ -58,8 +58,8 @@ def test_slider_figures_work_without_a_kernel(visit):
 
 
 @pytest.mark.parametrize("mode", THEMES)
-def test_light_and_dark_mode_readable(visit, mode, screenshot_path):
-    problems = check_theme(visit, mode, screenshot_path(visit.name, mode))
+def test_light_and_dark_mode_readable(visit, mode, screenshot_path, readability):
+    problems = check_theme(visit, mode, screenshot_path(visit.name, mode), readability)
     judge(problems, visit.name, "theme")
 
 
