@@ -108,18 +108,16 @@ def context(browser):
 
 
 @pytest.fixture(scope="session")
-def session_context(browser):
+def visit(browser, base_url, page_path):
+    """The page ``page_path`` of the site, opened once and shared by every test of that page.
+
+    In a context of its own, as on a reader's first visit: nothing in localStorage (the
+    theme saves the reader's choice there) and nothing cached.
+    """
     ctx = browser.new_context(viewport=VIEWPORT, service_workers="block")
-    yield ctx
-    ctx.close()
-
-
-@pytest.fixture(scope="session")
-def visit(session_context, base_url, page_path):
-    """The page ``page_path`` of the site, opened once and shared by every test of that page."""
-    loaded = open_page(session_context, base_url, page_path)
+    loaded = open_page(ctx, base_url, page_path)
     yield loaded
-    loaded.page.close()
+    ctx.close()
 
 
 @pytest.fixture(scope="session")
