@@ -1,6 +1,7 @@
 # The book's two commands:
 #   make book   set up, execute every chapter, render the HTML into _build/html
-#   make test   set up, lint, unit tests, every chapter under nbval, and the HTML build
+#   make test   set up, lint, unit tests, every chapter under nbval, the HTML build, and
+#               the browser tests of that build
 # Both create .venv on first use and install the tested pins from constraints.txt.
 
 PYTHON ?= python3
@@ -14,12 +15,13 @@ JB     := $(BIN)/jupyter-book
 # --keep-going lists every problem before failing.
 JBFLAGS ?= -W -n --keep-going
 
-.PHONY: help setup book student-book student-check test lint format unit notebooks html bench clean distclean
+.PHONY: help setup book student-book student-check test lint format unit notebooks html browser bench clean distclean
 
 help:
 	@echo "make book    execute every chapter and render the HTML into _build/html"
 	@echo "make student-book  the student edition (no solutions) into _build/student"
-	@echo "make test    lint, unit tests, chapters under nbval, HTML build, student edition (quick)"
+	@echo "make test    lint, unit tests, chapters under nbval, HTML build, browser, student edition"
+	@echo "make browser every page of _build/html in headless Chromium (screenshots in _build/)"
 	@echo "make bench   run the benchmarks in benchmarks/ and write benchmarks/results/"
 	@echo "make format  apply ruff's formatting and import order"
 
@@ -56,7 +58,7 @@ student-book: html
 # --- tests ---------------------------------------------------------------------------------
 
 test: export RNNBOOK_PROFILE ?= quick
-test: setup lint unit notebooks html student-check
+test: setup lint unit notebooks html browser student-check
 
 lint: setup
 	$(BIN)/ruff check .
@@ -77,6 +79,15 @@ student-check: html
 
 notebooks: setup
 	$(BIN)/pytest chapters --nbval-lax --nbval-current-env -q -p no:cacheprovider
+
+# --- browser tests -------------------------------------------------------------------------
+# Every page of the built site (_build/html, or RNNBOOK_SITE) in Debian's headless Chromium,
+# driven by Playwright: JavaScript errors, math, images, widgets, headings, launch buttons,
+# search, light and dark mode. Screenshots: _build/browser-screenshots/. It tests the site
+# as it is and does not build it: `make test` runs it after `html`.
+browser: setup
+	scripts/install_browser.sh
+	$(BIN)/pytest tests/browser -q
 
 bench: setup
 	$(PY) benchmarks/run.py

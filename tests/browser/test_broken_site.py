@@ -1,0 +1,245 @@
+"""The checks catch what they are for: each one, run on a deliberately broken copy of the site.
+
+The site is copied once into a temporary folder. Each case breaks one thing in a copy of a
+chapter page, written beside it as ``chapters/broken-<case>.html`` (so its relative links
+still work; the missing-image case deletes a figure file instead), opens it, runs one check
+of site_checks.py and expects the problem it planted. Together with test_site.py, where the
+same functions find nothing on the real site, this shows that a broken page fails the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from site_checks import (
+    check_console,
+    check_headings,
+    check_images,
+    check_launch_buttons,
+    check_math,
+    check_search,
+    check_sliders,
+    check_theme,
+    check_widgets,
+    open_page,
+    serve,
+)
+
+STATE_RE = re.compile(
+    r'(<script type="application/vnd.jupyter.widget-state\+json">)(.*?)(</script>)', re.S
+)
+
+
+@pytest.fixture(scope="module")
+def broken_site(tmp_path_factory, site) -> Path:
+    copy = tmp_path_factory.mktemp("broken") / "html"
+    shutil.copytree(site, copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def broken_url(broken_site):
+    with serve(broken_site) as url:
+        yield url
+
+
+def chapter_with(site: Path, *needles: str) -> Path:
+    """The first chapter page whose HTML holds every needle; skip the case if there is none."""
+    for path in sorted((site / "chapters").glob("*.html")):
+        if not path.name.startswith("broken-"):
+            html = path.read_text(encoding="utf-8")
+            if all(needle in html for needle in needles):
+                return path
+    pytest.skip(f"no chapter page has all of {needles}: nothing to break")
+
+
+def edit_state(html: str, edit: Callable[[dict], None]) -> str:
+    """Apply ``edit`` to the page's saved widget state (the ``state`` dict of models)."""
+    match = STATE_RE.search(html)
+    state = json.loads(match.group(2))
+    edit(state["state"])
+    return html[: match.start(2)] + json.dumps(state) + html[match.end(2) :]
+
+
+def after_h1(html: str, snippet: str) -> str:
+    """Insert ``snippet`` after the article's h1."""
+    article = html.index('<article class="bd-article">')
+    end = html.index("</h1>", article) + len("</h1>")
+    return html[:end] + snippet + html[end:]
+
+
+# --- the breakages: (site, the HTML of a chapter page) -> the broken HTML -------------------------
+
+
+def missing_image(site: Path, html: str) -> str:
+    image = re.search(r'<figure[^>]*>\s*<img [^>]*src="\.\./(_images/[^"]+)"', html).group(1)
+    (site / image).unlink(missing_ok=True)  # two cases share this breakage
+    return html
+
+
+def raw_tex(site: Path, html: str) -> str:
+    return after_h1(html, r"<p>An unprocessed formula: $h_t = \tanh(W h_{t-1})$.</p>")
+
+
+def no_mathjax(site: Path, html: str) -> str:
+    return re.sub(r'<script[^>]*src="[^"]*mathjax/tex-mml-chtml\.js[^"]*"[^>]*></script>', "", html)
+
+
+def js_error(site: Path, html: str) -> str:
+    planted = "<script>throw new Error('planted by test_broken_site');</script>"
+    return html.replace("</body>", planted + "</body>")
+
+
+def widget_state_missing(site: Path, html: str) -> str:
+    return STATE_RE.sub("", html)
+
+
+def widget_empty(site: Path, html: str) -> str:
+    """Every box widget loses its children: the views render as empty boxes."""
+
+    def empty_boxes(state: dict) -> None:
+        for model in state.values():
+            if model["model_name"] in ("VBoxModel", "HBoxModel", "BoxModel"):
+                model["state"]["children"] = []
+
+    return edit_state(html, empty_boxes)
+
+
+def slider_unlinked(site: Path, html: str) -> str:
+    """The slider's jslink to the image stack is gone: moving it changes nothing."""
+
+    def drop_links(state: dict) -> None:
+        for model_id in [k for k, m in state.items() if m["model_name"] == "LinkModel"]:
+            del state[model_id]
+
+    return edit_state(html, drop_links)
+
+
+def heading_skipped(site: Path, html: str) -> str:
+    article = html.index('<article class="bd-article">')
+    start = html.index("<h2", article)
+    end = html.index("</h2>", start)
+    return html[:start] + "<h4" + html[start + 3 : end] + "</h4>" + html[end + 5 :]
+
+
+def second_h1(site: Path, html: str) -> str:
+    return after_h1(html, "<h1>A second title</h1>")
+
+
+def caption_removed(site: Path, html: str) -> str:
+    return re.sub(r"<figcaption>.*?</figcaption>", "", html, count=1, flags=re.S)
+
+
+def launch_wrong_notebook(site: Path, html: str) -> str:
+    return re.sub(
+        r'(href="https://colab\.research\.google\.com/[^"]*/)[^"/]+\.ipynb"',
+        r'\1another_chapter.ipynb"',
+        html,
+    )
+
+
+def dark_math_unreadable(site: Path, html: str) -> str:
+    style = "<style>html[data-theme=dark] mjx-container { color: #333 !important; }</style>"
+    return html.replace("</head>", style + "</head>")
+
+
+def book_css_missing(site: Path, html: str) -> str:
+    """Without rnnbook.css the theme puts a light card behind the grey figures in dark mode."""
+    return re.sub(r'<link[^>]*href="[^"]*rnnbook\.css[^"]*"[^>]*/?>', "", html)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    page: str  # the broken page it is planted on, with the other cases of the same page
+    needles: tuple[str, ...]  # what the chapter page must contain for the breakage to apply
+    breakage: Callable[[Path, str], str]  # (site, html) -> html
+    check: Callable  # (visit, chapter, launch_config) -> problems
+    expect: str  # a regular expression that one of the problems must match
+
+
+def _theme(mode: str) -> Callable:
+    return lambda visit, chapter, launch: check_theme(visit, mode)
+
+
+def _launch(visit, chapter: Path, launch) -> list[str]:
+    return check_launch_buttons(visit, launch, f"chapters/{chapter.stem}.ipynb")
+
+
+# Cases on one page must not hide each other: "content" gathers the breakages of the text,
+# figures and slider; the widgets' own breakages each need a page of their own.
+CASES = [
+    Case("missing-image", "content", ("<figure",), missing_image, lambda v, c, l: check_images(v), r"image #\d+ did not load: \.\./_images/"),
+    Case("missing-image-request", "content", ("<figure",), missing_image, lambda v, c, l: check_console(v), r"failed request: HTTP 404 .*/_images/"),
+    Case("caption-removed", "content", ("<figcaption>",), caption_removed, lambda v, c, l: check_images(v), r"has neither alt text nor a caption: \.\./_images/"),
+    Case("raw-tex", "content", ("<h1",), raw_tex, lambda v, c, l: check_math(v), r"raw TeX .*tanh"),
+    Case("js-error", "content", ("</body>",), js_error, lambda v, c, l: check_console(v), r"uncaught JavaScript error: .*planted by test_broken_site"),
+    Case("heading-skipped", "content", ("<h2",), heading_skipped, lambda v, c, l: check_headings(v), r"heading level skipped, h\d to h4"),
+    Case("second-h1", "content", ("<h1",), second_h1, lambda v, c, l: check_headings(v), r"2 h1 headings"),
+    Case("launch-wrong-notebook", "content", ("colab.research.google.com",), launch_wrong_notebook, _launch, r"Colab launch button points at .*another_chapter\.ipynb"),
+    Case("slider-unlinked", "content", ("LinkModel",), slider_unlinked, lambda v, c, l: check_sliders(v), r"did not change the image"),
+    Case("dark-math-unreadable", "content", ('class="math',), dark_math_unreadable, _theme("dark"), r"dark: math .* contrast"),
+    Case("book-css-missing", "content", ("<figure",), book_css_missing, _theme("dark"), r"dark: figure .* contrast"),
+    Case("no-mathjax", "no-state", ('class="math',), no_mathjax, lambda v, c, l: check_math(v), r"math elements but no MathJax output"),
+    Case("widget-state-missing", "no-state", ("widget-view+json",), widget_state_missing, lambda v, c, l: check_widgets(v), r"has no saved state"),
+    Case("widget-not-rendered", "no-state", ("widget-view+json",), widget_state_missing, lambda v, c, l: check_widgets(v), r"did not render"),
+    Case("widget-empty", "empty-boxes", ("VBoxModel",), widget_empty, lambda v, c, l: check_widgets(v), r"renders (as an empty box|with no size)"),
+]  # fmt: skip
+
+# Waits on a broken page end sooner: what is broken never gets ready.
+BROKEN_TIMEOUT = 4_000
+
+
+@pytest.fixture(scope="module")
+def broken_page(broken_site, broken_url, browser, launch_config):
+    """``broken_page(name)``: (visit, chapter) of the page with every case of that name planted.
+
+    Each page is built and opened once, on first use, from the first chapter that has what
+    all of its cases need.
+    """
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    opened: dict[str, tuple] = {}
+
+    def get(name: str):
+        if name not in opened:
+            cases = [case for case in CASES if case.page == name]
+            chapter = chapter_with(broken_site, *{n for case in cases for n in case.needles})
+            html = chapter.read_text(encoding="utf-8")
+            for case in cases:
+                html = case.breakage(broken_site, html)
+            broken = chapter.with_name(f"broken-{name}.html")
+            broken.write_text(html, encoding="utf-8")
+            path = broken.relative_to(broken_site).as_posix()
+            opened[name] = (open_page(context, broken_url, path, timeout=BROKEN_TIMEOUT), chapter)
+        return opened[name]
+
+    yield get
+    context.close()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_check_reports_the_breakage(case, broken_page, launch_config):
+    visit, chapter = broken_page(case.page)
+    problems = case.check(visit, chapter, launch_config)
+    assert any(re.search(case.expect, p) for p in problems), (
+        f"the check did not report the breakage {case.name!r} (expected /{case.expect}/); "
+        f"it reported: {problems}"
+    )
+
+
+def test_search_without_its_index(broken_site, broken_url, context):
+    html = (broken_site / "search.html").read_text(encoding="utf-8")
+    broken = html.replace('src="searchindex.js"', 'src="missing-searchindex.js"')
+    assert broken != html, "search.html does not load searchindex.js: update this test"
+    (broken_site / "broken-search.html").write_text(broken, encoding="utf-8")
+    problems = check_search(
+        context, broken_url, "LSTM", path="broken-search.html", timeout=BROKEN_TIMEOUT
+    )
+    assert any("missing-searchindex.js" in p for p in problems), problems
+    assert any(re.search("did not finish|found nothing", p) for p in problems), problems
