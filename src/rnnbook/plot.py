@@ -129,18 +129,13 @@ def slider_figure(draw: Callable[[object], object], values: Sequence, descriptio
 
     if len(values) == 0:
         raise ValueError("slider_figure needs at least one value")
-    labels = [f"{v:g}" if isinstance(v, float) else str(v) for v in values]
-    # The tooltip becomes the image's title: its text alternative in the browser.
-    images = [
-        widgets.Image(value=figure_png(draw(v)), format="png", tooltip=f"{description} = {label}")
-        for v, label in zip(values, labels)
-    ]
+    images = [widgets.Image(value=figure_png(draw(v)), format="png") for v in values]
     for image in images:
         image.layout.max_width = "100%"
         image.add_class("dark-light")  # drawn for both themes: no light backdrop in dark mode
     stack = widgets.Stack(images, selected_index=index)
     slider = widgets.SelectionSlider(
-        options=[(label, i) for i, label in enumerate(labels)],
+        options=[(f"{v:g}" if isinstance(v, float) else str(v), i) for i, v in enumerate(values)],
         index=index,
         description=description,
         continuous_update=True,
