@@ -1,4 +1,7 @@
-"""Datasets: ``fetch`` from the registry, loaders for the real data, seeded synthetic tasks."""
+"""Datasets: ``fetch`` from the registry, loaders for the real data, seeded synthetic tasks.
+
+``sequential`` turns images into pixel-by-pixel sequences (psMNIST, psDigits).
+"""
 
 from rnnbook.data import catalog, synthetic
 from rnnbook.data.mnist import load_mnist
@@ -13,6 +16,7 @@ from rnnbook.data.registry import (
     fetch,
     register,
 )
+from rnnbook.data.sequential import load_psdigits, load_psmnist, psmnist_permutation
 
 __all__ = [
     "REGISTRY",
@@ -24,7 +28,10 @@ __all__ = [
     "catalog",
     "fetch",
     "load_mnist",
+    "load_psdigits",
+    "load_psmnist",
     "load_ptb",
+    "psmnist_permutation",
     "register",
     "synthetic",
 ]

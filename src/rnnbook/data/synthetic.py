@@ -77,3 +77,47 @@ def adding_problem(B: int, T: int, generator) -> tuple[torch.Tensor, torch.Tenso
     marker[rows, second] = 1.0
     y = values[rows, first] + values[rows, second]
     return torch.stack([values, marker], dim=-1), y
+
+
+def mackey_glass(
+    n_steps: int,
+    tau: float = 17.0,
+    *,
+    beta: float = 0.2,
+    gamma: float = 0.1,
+    power: int = 10,
+    dt: float = 0.1,
+    history: float = 1.2,
+    discard: int = 1000,
+) -> torch.Tensor:
+    """A Mackey-Glass series of ``n_steps`` samples, one per time unit, float64.
+
+    ``dx/dt = beta x(t - tau) / (1 + x(t - tau)^power) - gamma x(t)``, integrated with RK4 at
+    step ``dt`` from the constant history ``x = history``. The delayed value at an RK4
+    half-step is the mean of its two neighbouring grid points. The first ``discard`` samples
+    (the transient) are dropped. Deterministic: the chaos comes from the delay, not a seed.
+    This recipe is the book's; the LMU sources do not give theirs.
+    """
+    check_positive_int(n_steps, "n_steps")
+    if isinstance(discard, bool) or not isinstance(discard, int) or discard < 0:
+        raise ValueError(f"discard must be a non-negative integer, got {discard!r}")
+    per_sample = round(1 / dt)
+    lag = round(tau / dt)
+    if not (abs(per_sample * dt - 1) < 1e-9 and abs(lag * dt - tau) < 1e-9 and lag >= 1):
+        raise ValueError(f"dt must divide 1 and tau, got dt={dt!r}, tau={tau!r}")
+
+    def slope(x, x_delayed):
+        return beta * x_delayed / (1 + x_delayed**power) - gamma * x
+
+    total = (n_steps + discard) * per_sample
+    x = [history] * (lag + 1) + [0.0] * total  # x[lag] is t = 0
+    for k in range(lag, lag + total):
+        delayed, delayed_next = x[k - lag], x[k - lag + 1]
+        delayed_half = 0.5 * (delayed + delayed_next)
+        k1 = slope(x[k], delayed)
+        k2 = slope(x[k] + 0.5 * dt * k1, delayed_half)
+        k3 = slope(x[k] + 0.5 * dt * k2, delayed_half)
+        k4 = slope(x[k] + dt * k3, delayed_next)
+        x[k + 1] = x[k] + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    samples = x[lag + per_sample :: per_sample][discard:]
+    return torch.tensor(samples[:n_steps], dtype=torch.float64)

@@ -1,14 +1,18 @@
 """Models, one module per family; ``recurrent`` holds the time loop they share."""
 
 from rnnbook.models.gru import GRUCell
+from rnnbook.models.lmu import DelayNetwork, LMUCell, ParallelLMU
 from rnnbook.models.lstm import DCMCell, LSTMCell, record_gates
 from rnnbook.models.recurrent import Recurrent, RecurrentModel, hidden_of, unroll
 from rnnbook.models.srn import SRN, SRNCell, math_parameters
 
 __all__ = [
     "DCMCell",
+    "DelayNetwork",
     "GRUCell",
+    "LMUCell",
     "LSTMCell",
+    "ParallelLMU",
     "Recurrent",
     "RecurrentModel",
     "SRN",

@@ -20,20 +20,23 @@ def hidden_of(state):
 
 
 def check_state(cell, state, B: int) -> None:
-    """``state`` must have the structure of ``cell.initial_state`` (a tensor, or a tuple of
-    them such as ``(h, c)``) with every tensor of shape (B, H)."""
-    expected = cell.initial_state(1)
+    """``state`` must have the structure and shapes of ``cell.initial_state(B)``: a tensor,
+    or a tuple of them such as ``(h, c)``, usually each of shape (B, H)."""
+    expected = cell.initial_state(B)
     n_parts = len(expected) if isinstance(expected, tuple) else 1
     got = len(state) if isinstance(state, tuple | list) else 1
     if isinstance(expected, tuple) != isinstance(state, tuple | list) or got != n_parts:
         form = "a tensor h" if n_parts == 1 else f"a tuple of {n_parts} tensors"
         what = f"a tuple of {got}" if isinstance(state, tuple | list) else type(state).__name__
         raise ValueError(f"{type(cell).__name__} needs its state as {form}, got {what}")
-    for part in state if isinstance(state, tuple | list) else (state,):
+    parts = state if isinstance(state, tuple | list) else (state,)
+    for part, like in zip(parts, expected if isinstance(expected, tuple) else (expected,)):
         check_tensor(part, "each state tensor", ndim=2)
-        if part.shape != (B, cell.hidden_size):
+        if part.shape != like.shape:
+            width = like.shape[1]
+            name = "H" if width == cell.hidden_size else "width"
             raise ValueError(
-                f"each state tensor must have shape (B, H) = ({B}, {cell.hidden_size}), "
+                f"each state tensor must have shape (B, {name}) = ({B}, {width}), "
                 f"got {tuple(part.shape)}"
             )
 
