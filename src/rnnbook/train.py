@@ -103,6 +103,45 @@ def _batch_source(batches) -> Callable[[int], object]:
     )
 
 
+class EpochBatches:
+    """Mini-batches of aligned tensors, reshuffled at every epoch: a batch source for :func:`fit`.
+
+    ``batches(step)`` returns batch ``step % per_epoch`` of epoch ``step // per_epoch`` as a
+    tuple of slices of ``tensors`` (for example ``(x, y)``). Epoch ``e`` is shuffled with
+    its own generator seeded from ``(seed, e)``, so any step can be asked for in any order.
+    The last incomplete batch of an epoch is left out.
+    """
+
+    def __init__(self, *tensors: torch.Tensor, batch_size: int, seed: int):
+        if not tensors or not all(isinstance(t, torch.Tensor) for t in tensors):
+            raise TypeError("EpochBatches needs one or more tensors, e.g. EpochBatches(x, y, ...)")
+        n = tensors[0].shape[0]
+        if any(t.shape[0] != n for t in tensors):
+            sizes = [tuple(t.shape) for t in tensors]
+            raise ValueError(f"the tensors must share their first (example) dimension, got {sizes}")
+        check_positive_int(batch_size, "batch_size")
+        if batch_size > n:
+            raise ValueError(f"batch_size {batch_size} is larger than the {n} examples")
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise ValueError(f"seed must be an integer, got {seed!r}")
+        self.tensors, self.batch_size, self.seed = tensors, batch_size, seed
+        self.per_epoch = n // batch_size
+        self._order: tuple[int, torch.Tensor] | None = None
+
+    def steps(self, epochs: int) -> int:
+        """The number of steps in ``epochs`` epochs."""
+        check_positive_int(epochs, "epochs")
+        return epochs * self.per_epoch
+
+    def __call__(self, step: int) -> tuple[torch.Tensor, ...]:
+        epoch, index = divmod(step, self.per_epoch)
+        if self._order is None or self._order[0] != epoch:
+            g = torch.Generator().manual_seed(self.seed * 1_000_003 + epoch)
+            self._order = (epoch, torch.randperm(self.tensors[0].shape[0], generator=g))
+        rows = self._order[1][index * self.batch_size : (index + 1) * self.batch_size]
+        return tuple(t[rows] for t in self.tensors)
+
+
 def progress_bar(total: int, desc: str, enabled: bool | None = None):
     """A tqdm bar that works in Jupyter, in the static HTML (as a widget) and in a terminal.
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
-from rnnbook.data.synthetic import adding_problem, delayed_echo, first_bit, random_bits
+from rnnbook.data.synthetic import (
+    adding_problem,
+    delayed_echo,
+    first_bit,
+    mackey_glass,
+    random_bits,
+)
 
 
 def _seeded(seed: int = 0) -> torch.Generator:
@@ -160,3 +168,114 @@ def test_adding_problem_needs_two_steps(T):
 def test_bad_sizes_are_rejected(B, T):
     with pytest.raises(ValueError, match="must be a positive integer"):
         random_bits(B, T, 0)
+
+
+# --- mackey_glass ----------------------------------------------------------------------------
+
+
+def _euler_mackey_glass(n: int, tau: float, dt: float = 0.01, history: float = 1.2) -> list:
+    """x(1), ..., x(n) by forward Euler on the grid dt, from the constant history."""
+    lag, per_sample = round(tau / dt), round(1 / dt)
+    x = [history] * (lag + 1)  # x[-1] is the present, x[-1 - lag] the delayed value
+    for _ in range(n * per_sample):
+        delayed = x[-1 - lag]
+        x.append(x[-1] + dt * (0.2 * delayed / (1 + delayed**10) - 0.1 * x[-1]))
+    return x[lag + per_sample :: per_sample]
+
+
+@pytest.fixture(scope="module")
+def mackey_glass_series() -> torch.Tensor:
+    """500 samples after the default transient of 1,000."""
+    return mackey_glass(500)
+
+
+def test_mackey_glass_length_and_dtype():
+    x = mackey_glass(7, discard=3)
+    assert x.shape == (7,) and x.dtype == torch.float64
+
+
+def test_mackey_glass_is_deterministic():
+    torch.testing.assert_close(
+        mackey_glass(40, discard=20), mackey_glass(40, discard=20), rtol=0, atol=0
+    )
+
+
+def test_mackey_glass_discard_drops_the_first_samples():
+    torch.testing.assert_close(
+        mackey_glass(10, discard=5), mackey_glass(15, discard=0)[5:], rtol=0, atol=0
+    )
+
+
+def test_mackey_glass_is_bounded_and_not_constant(mackey_glass_series):
+    x = mackey_glass_series
+    assert 0.2 < float(x.min()) and float(x.max()) < 1.5
+    assert float(x.std()) > 0.1
+
+
+def test_mackey_glass_is_not_periodic(mackey_glass_series):
+    """A chaotic series never repeats: no lag up to 200 makes it match itself."""
+    x = mackey_glass_series
+    for lag in range(1, 201):
+        assert float((x[lag:] - x[:-lag]).abs().max()) > 0.05, lag
+
+
+@pytest.mark.parametrize("tau", [17.0, 10.0])
+def test_mackey_glass_agrees_with_an_euler_integration(tau):
+    """Before chaos separates them, RK4 at dt = 0.1 and Euler at dt = 0.01 agree."""
+    x = mackey_glass(50, tau, discard=0)
+    expected = torch.tensor(_euler_mackey_glass(50, tau), dtype=torch.float64)
+    torch.testing.assert_close(x, expected, rtol=0, atol=5e-3)
+
+
+def test_mackey_glass_converges_as_dt_shrinks():
+    coarse, fine = mackey_glass(60, discard=0), mackey_glass(60, discard=0, dt=0.01)
+    torch.testing.assert_close(coarse, fine, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "beta, gamma, power", [(0.2, 0.1, 10), (0.3, 0.1, 10), (0.2, 0.05, 4)], ids=str
+)
+def test_mackey_glass_rests_at_its_fixed_point(beta, gamma, power):
+    """x* with beta / (1 + x*^power) = gamma is an equilibrium: started there, x stays."""
+    fixed_point = (beta / gamma - 1) ** (1 / power)
+    x = mackey_glass(20, discard=0, beta=beta, gamma=gamma, power=power, history=fixed_point)
+    torch.testing.assert_close(
+        x, torch.full((20,), fixed_point, dtype=torch.float64), rtol=0, atol=1e-12
+    )
+
+
+def test_mackey_glass_several_series_are_seeded():
+    a, b = (
+        mackey_glass(30, series=3, generator=1, discard=10),
+        mackey_glass(30, series=3, generator=_seeded(1), discard=10),
+    )
+    assert a.shape == (3, 30) and a.dtype == torch.float64
+    torch.testing.assert_close(a, b, rtol=0, atol=0)
+    assert not torch.equal(a, mackey_glass(30, series=3, generator=2, discard=10))
+    assert not torch.equal(a[0], a[1])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_steps": 0}, "n_steps must be a positive integer, got 0"),
+        ({"discard": -1}, "discard must be a non-negative integer, got -1"),
+        ({"discard": 2.5}, "discard must be a non-negative integer, got 2.5"),
+        ({"discard": True}, "discard must be a non-negative integer, got True"),
+        ({"dt": 0.3}, "dt must divide 1 and tau, got dt=0.3, tau=17.0"),
+        ({"dt": 0.1, "tau": 17.05}, "dt must divide 1 and tau, got dt=0.1, tau=17.05"),
+        ({"dt": 2.0}, "dt must divide 1 and tau, got dt=2.0"),
+        ({"dt": 0}, "dt must be a positive finite number, got 0"),
+        ({"dt": -0.1}, "dt must be a positive finite number, got -0.1"),
+        ({"dt": math.nan}, "dt must be a positive finite number, got nan"),
+        ({"tau": math.inf}, "tau must be a positive finite number, got inf"),
+        ({"tau": 0.0}, "tau must be a positive finite number, got 0.0"),
+        ({"dt": "0.1"}, "dt must be a positive finite number, got '0.1'"),
+        ({"tau": True}, "tau must be a positive finite number, got True"),
+    ],
+    ids=str,
+)
+def test_mackey_glass_rejects_bad_arguments(kwargs, match):
+    args = {"n_steps": 5} | kwargs
+    with pytest.raises(ValueError, match=match):
+        mackey_glass(**args)

@@ -5,6 +5,7 @@ Shapes are batch-first: inputs ``(B, T, d_x)``.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from rnnbook._validate import check_positive_int
@@ -83,6 +84,8 @@ def mackey_glass(
     n_steps: int,
     tau: float = 17.0,
     *,
+    series: int | None = None,
+    generator=None,
     beta: float = 0.2,
     gamma: float = 0.1,
     power: int = 10,
@@ -93,24 +96,39 @@ def mackey_glass(
     """A Mackey-Glass series of ``n_steps`` samples, one per time unit, float64.
 
     ``dx/dt = beta x(t - tau) / (1 + x(t - tau)^power) - gamma x(t)``, integrated with RK4 at
-    step ``dt`` from the constant history ``x = history``. The delayed value at an RK4
-    half-step is the mean of its two neighbouring grid points. The first ``discard`` samples
-    (the transient) are dropped. Deterministic: the chaos comes from the delay, not a seed.
-    This recipe is the book's; the LMU sources do not give theirs.
+    step ``dt`` from a constant history. The delayed value at an RK4 half-step is the mean
+    of its two neighbouring grid points. The first ``discard`` samples (the transient) are
+    dropped. This recipe is the book's; the LMU sources do not give theirs.
+
+    With ``series=None`` the history is ``history`` and the result has shape (n_steps,): the
+    chaos comes from the delay, not from a seed. With ``series=S`` it returns (S, n_steps):
+    S series integrated side by side, each from its own constant history drawn uniformly
+    from [0.5, 1.5] with ``generator`` (a ``torch.Generator`` or an int seed).
     """
     check_positive_int(n_steps, "n_steps")
     if isinstance(discard, bool) or not isinstance(discard, int) or discard < 0:
         raise ValueError(f"discard must be a non-negative integer, got {discard!r}")
+    for value, name in ((dt, "dt"), (tau, "tau")):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        if not 0 < value < float("inf"):  # also rejects nan
+            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
     per_sample = round(1 / dt)
     lag = round(tau / dt)
     if not (abs(per_sample * dt - 1) < 1e-9 and abs(lag * dt - tau) < 1e-9 and lag >= 1):
         raise ValueError(f"dt must divide 1 and tau, got dt={dt!r}, tau={tau!r}")
+    if series is None:
+        start = torch.full((1,), float(history), dtype=torch.float64)
+    else:
+        check_positive_int(series, "series")
+        start = 0.5 + torch.rand(series, generator=_generator(generator), dtype=torch.float64)
 
     def slope(x, x_delayed):
         return beta * x_delayed / (1 + x_delayed**power) - gamma * x
 
     total = (n_steps + discard) * per_sample
-    x = [history] * (lag + 1) + [0.0] * total  # x[lag] is t = 0
+    x = np.empty((lag + 1 + total, start.numel()))  # row lag is t = 0
+    x[: lag + 1] = start.numpy()
     for k in range(lag, lag + total):
         delayed, delayed_next = x[k - lag], x[k - lag + 1]
         delayed_half = 0.5 * (delayed + delayed_next)
@@ -119,5 +137,5 @@ def mackey_glass(
         k3 = slope(x[k] + 0.5 * dt * k2, delayed_half)
         k4 = slope(x[k] + dt * k3, delayed_next)
         x[k + 1] = x[k] + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-    samples = x[lag + per_sample :: per_sample][discard:]
-    return torch.tensor(samples[:n_steps], dtype=torch.float64)
+    samples = torch.from_numpy(x[lag + per_sample :: per_sample][discard : discard + n_steps].T)
+    return samples[0].clone() if series is None else samples.contiguous()

@@ -21,6 +21,7 @@ channel ``k`` and Legendre coefficient ``i`` (the layout of keras-lmu).
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -35,11 +36,17 @@ ACTIVATIONS = {"identity": lambda z: z, "relu": torch.relu, "tanh": torch.tanh}
 
 
 def _check_theta(theta) -> float:
-    if isinstance(theta, bool) or not isinstance(theta, int | float) or not theta > 0:
+    if isinstance(theta, bool) or not isinstance(theta, numbers.Real) or not theta > 0:
         raise ValueError(f"theta must be a positive number of time steps, got {theta!r}")
     if not math.isfinite(theta):
         raise ValueError(f"theta must be finite, got {theta!r}")
     return float(theta)
+
+
+def _check_floating(x: torch.Tensor, name: str) -> None:
+    # an integer input would cast A_bar, B_bar and H to integers (all zeros): reject it
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got dtype {x.dtype}")
 
 
 def dn_matrices(d: int, theta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -119,6 +126,10 @@ def impulse_response(A_bar: np.ndarray, B_bar: np.ndarray, n: int) -> np.ndarray
     check_positive_int(n, "n")
     A_bar = np.asarray(A_bar, dtype=np.float64)
     column = np.asarray(B_bar, dtype=np.float64)
+    if A_bar.ndim != 2 or A_bar.shape[0] != A_bar.shape[1]:
+        raise ValueError(f"A_bar must be a square (d, d) matrix, got shape {A_bar.shape}")
+    if column.shape != (A_bar.shape[0],):
+        raise ValueError(f"B_bar must have shape (d,) = ({A_bar.shape[0]},), got {column.shape}")
     H = np.empty((column.shape[0], n))
     for k in range(n):
         H[:, k] = column
@@ -180,6 +191,7 @@ class DelayNetwork(nn.Module):
         """One step of (3.19): ``u_t`` (B, c) and ``m_{t-1}`` (B, c*d) give ``m_t`` (B, c*d)."""
         check_tensor(u_t, "u_t", ndim=2)
         check_tensor(m, "m", ndim=2)
+        _check_floating(u_t, "u_t")
         B, c = u_t.shape
         if m.shape != (B, c * self.d):
             raise ValueError(
@@ -193,6 +205,7 @@ class DelayNetwork(nn.Module):
 
     def forward(self, u: torch.Tensor, mode: str | None = None) -> torch.Tensor:
         check_tensor(u, "u", ndim=3)
+        _check_floating(u, "u")
         mode = self.mode if mode is None else mode
         check_choice(mode, "mode", MODES)
         B, n, c = u.shape
