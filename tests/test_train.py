@@ -11,7 +11,7 @@ from torch import nn
 
 from rnnbook.data.synthetic import delayed_echo
 from rnnbook.models.srn import SRN
-from rnnbook.train import History, NonFiniteError, clip, fit, tbptt_loop
+from rnnbook.train import EpochBatches, History, NonFiniteError, clip, fit, tbptt_loop
 
 # --- fixtures --------------------------------------------------------------------------------
 
@@ -515,3 +515,62 @@ def test_tbptt_infinite_gradient_is_caught_before_the_update():
     with pytest.raises(NonFiniteError, match=r"gradient norm became (inf|nan) at step 0"):
         tbptt_loop(model, x, y, 3, optimizer, inf_grad_loss, carry=_last_hidden)
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+# --- EpochBatches ------------------------------------------------------------------------------
+
+
+def test_epoch_batches_cover_every_example_once_per_epoch():
+    x = torch.arange(10).float().unsqueeze(1)
+    y = torch.arange(10)
+    batches = EpochBatches(x, y, batch_size=3, seed=0)
+    assert batches.per_epoch == 3 and batches.steps(2) == 6
+    for epoch in range(2):
+        seen = [batches(epoch * 3 + i) for i in range(3)]
+        rows = torch.cat([b[1] for b in seen])
+        assert len(set(rows.tolist())) == 9  # 9 distinct examples; the tenth is left out
+        for bx, by in seen:
+            assert torch.equal(bx[:, 0].long(), by)  # the tensors stay aligned
+
+
+def test_epoch_batches_reshuffle_each_epoch_and_are_reproducible():
+    x = torch.arange(100)
+    one, two = EpochBatches(x, batch_size=10, seed=3), EpochBatches(x, batch_size=10, seed=3)
+    first = torch.cat([one(i)[0] for i in range(10)])
+    second = torch.cat([one(10 + i)[0] for i in range(10)])
+    assert not torch.equal(first, second)  # a new order in epoch 2
+    assert torch.equal(two(15)[0], one(15)[0])  # same seed, same batch, any access order
+    assert not torch.equal(EpochBatches(x, batch_size=10, seed=4)(0)[0], one(0)[0])
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, error, match",
+    [
+        ((), dict(batch_size=2, seed=0), TypeError, "one or more tensors"),
+        (([1, 2],), dict(batch_size=2, seed=0), TypeError, "one or more tensors"),
+        ((torch.zeros(4), torch.zeros(5)), dict(batch_size=2, seed=0), ValueError, "first"),
+        ((torch.zeros(4),), dict(batch_size=0, seed=0), ValueError, "batch_size"),
+        ((torch.zeros(4),), dict(batch_size=5, seed=0), ValueError, "larger than the 4"),
+        ((torch.zeros(4),), dict(batch_size=2, seed=1.5), ValueError, "seed"),
+    ],
+)
+def test_epoch_batches_reject_bad_arguments(args, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        EpochBatches(*args, **kwargs)
+
+
+def test_fit_trains_over_epoch_batches():
+    torch.manual_seed(0)
+    x = torch.randn(64, 3)
+    y = x @ torch.tensor([1.0, -2.0, 0.5])
+    model = nn.Linear(3, 1)
+    batches = EpochBatches(x, y, batch_size=16, seed=0)
+    history = fit(
+        model,
+        batches,
+        lambda m, b: (m(b[0]).squeeze(-1) - b[1]).pow(2).mean(),
+        steps=batches.steps(30),
+        lr=0.05,
+        progress=False,
+    )
+    assert history.steps == 120 and history.loss[-1] < 0.01 * history.loss[0]
