@@ -5,6 +5,10 @@ The conftest selects the Agg backend before matplotlib is imported.
 
 from __future__ import annotations
 
+import base64
+import html
+import re
+
 import ipywidgets as widgets
 import matplotlib as mpl
 import matplotlib.pyplot as plt
@@ -109,6 +113,21 @@ def _draw(value):
     return fig
 
 
+IMG_RE = re.compile(r'^<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)" ([^>]*)>$')
+
+
+def _frames(box):
+    """(png bytes, alt text, the img tag's other attributes) of each frame of a slider figure."""
+    frames = []
+    for frame in box.children[1].children:
+        assert isinstance(frame, widgets.HTML)
+        match = IMG_RE.match(frame.value)
+        assert match, frame.value[:200]
+        png, alt, rest = match.groups()
+        frames.append((base64.b64decode(png), html.unescape(alt), rest))
+    return frames
+
+
 def test_slider_figure_has_one_image_per_value():
     values = [0.5, 1.0, 2.0]
     box = plot.slider_figure(_draw, values, "rho", index=1)
@@ -116,11 +135,74 @@ def test_slider_figure_has_one_image_per_value():
     slider, stack = box.children
     assert isinstance(stack, widgets.Stack)
     assert len(stack.children) == len(values)
-    assert all(isinstance(image, widgets.Image) for image in stack.children)
-    assert all(bytes(image.value).startswith(PNG_MAGIC) for image in stack.children)
+    frames = _frames(box)
+    assert all(png.startswith(PNG_MAGIC) for png, _, _ in frames)
+    assert len({png for png, _, _ in frames}) == len(values)  # one drawing per value
     assert stack.selected_index == 1 and slider.index == 1
     assert [label for label, _ in slider.options] == ["0.5", "1", "2"]
     assert plt.get_fignums() == []  # every drawn figure was closed
+
+
+def test_slider_figure_images_keep_the_theme_class_and_fit_the_page():
+    for _, _, rest in _frames(plot.slider_figure(_draw, [1, 2], "rho")):
+        assert 'class="dark-light"' in rest
+        assert "max-width: 100%" in rest
+
+
+def test_slider_figure_default_alt_names_the_value():
+    box = plot.slider_figure(_draw, [0.5, 1.0, 2.0], "spectral norm ρ")
+    assert [alt for _, alt, _ in _frames(box)] == [
+        "spectral norm ρ = 0.5",
+        "spectral norm ρ = 1",
+        "spectral norm ρ = 2",
+    ]
+
+
+def test_slider_figure_alt_from_a_function_is_escaped():
+    box = plot.slider_figure(_draw, [1, 2], "n", alt=lambda v: f'"{v}" steps < {v + 1} & more')
+    frames = _frames(box)
+    assert [alt for _, alt, _ in frames] == ['"1" steps < 2 & more', '"2" steps < 3 & more']
+    values = [widget.value for widget in box.children[1].children]
+    assert all("<" not in v[4:-1] and '"1" steps' not in v for v in values)  # escaped in HTML
+
+
+def test_slider_figure_alt_from_a_format_string():
+    box = plot.slider_figure(
+        _draw, [0.25, 3], "ρ", alt="Line of slope {value} ({description} {label})"
+    )
+    assert [alt for _, alt, _ in _frames(box)] == [
+        "Line of slope 0.25 (ρ 0.25)",
+        "Line of slope 3 (ρ 3)",
+    ]
+
+
+@pytest.mark.parametrize("alt", ["", "   ", lambda v: "", lambda v: None, lambda v: 3])
+def test_slider_figure_rejects_an_empty_alt(alt):
+    with pytest.raises(ValueError, match="alt text"):
+        plot.slider_figure(_draw, [1, 2], "rho", alt=alt)
+    assert plt.get_fignums() == []  # checked before anything is drawn
+
+
+@pytest.mark.parametrize("alt", ["a figure", lambda v: "the same text"])
+def test_slider_figure_alt_must_tell_the_frames_apart(alt):
+    with pytest.raises(ValueError, match="tell the frames apart"):
+        plot.slider_figure(_draw, [1, 2], "rho", alt=alt)
+
+
+def test_slider_figure_alt_of_the_wrong_type():
+    with pytest.raises(TypeError, match="alt must be"):
+        plot.slider_figure(_draw, [1, 2], "rho", alt=42)
+
+
+@pytest.mark.parametrize(("index", "error"), [(2, IndexError), (-1, IndexError), (0.5, TypeError)])
+def test_slider_figure_index_checks(index, error):
+    with pytest.raises(error):
+        plot.slider_figure(_draw, [1, 2], "rho", index=index)
+
+
+def test_slider_figure_accepts_a_numpy_index():
+    box = plot.slider_figure(_draw, [1, 2], "rho", index=np.int64(1))
+    assert box.children[0].index == 1 and box.children[1].selected_index == 1
 
 
 def test_slider_figure_without_values_is_an_error():
@@ -131,3 +213,17 @@ def test_slider_figure_without_values_is_an_error():
 def test_slider_figure_accepts_a_numpy_array():
     box = plot.slider_figure(_draw, np.linspace(0.5, 1.5, 3), "rho")
     assert len(box.children[1].children) == 3
+    assert [alt for _, alt, _ in _frames(box)] == ["rho = 0.5", "rho = 1", "rho = 1.5"]
+
+
+def test_slider_figure_embeds_its_alt_text_in_the_widget_state():
+    """The static HTML is made from the embedded widget state: the alt text must be in it."""
+    from ipywidgets.embed import dependency_state, embed_data
+
+    box = plot.slider_figure(_draw, [1, 2], "rho", alt="frame {label}")
+    state = embed_data(views=[box], state=dependency_state(box))["manager_state"]["state"]
+    html_models = [m for m in state.values() if m["model_name"] == "HTMLModel"]
+    assert sorted(m["state"]["value"].split('alt="')[1].split('"')[0] for m in html_models) == [
+        "frame 1",
+        "frame 2",
+    ]

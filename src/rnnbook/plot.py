@@ -9,6 +9,8 @@ every training figure is stamped with the profile that produced it.
 
 from __future__ import annotations
 
+import base64
+import html
 import io
 from collections.abc import Callable, Sequence
 
@@ -118,24 +120,73 @@ def figure_png(fig) -> bytes:
     return buffer.getvalue()
 
 
-def slider_figure(draw: Callable[[object], object], values: Sequence, description: str, *, index=0):
+def _slider_label(value) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _frame_html(png: bytes, alt: str) -> str:
+    """An ``<img>`` of ``png`` with its alt text, drawn for both themes (class dark-light)."""
+    data = base64.b64encode(png).decode("ascii")
+    return (
+        f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt, quote=True)}" '
+        'class="dark-light" style="display: block; max-width: 100%; height: auto">'
+    )
+
+
+def slider_figure(
+    draw: Callable[[object], object],
+    values: Sequence,
+    description: str,
+    *,
+    alt: str | Callable[[object], str] = "{description} = {label}",
+    index: int = 0,
+):
     """A slider over precomputed figures that works without a kernel.
 
     ``draw(value)`` returns a Matplotlib figure for each value. All figures are rendered now,
     as images in an ipywidgets ``Stack``, and the slider is linked to the stack in the
     browser (``jslink``), so moving it works in Jupyter and in the static HTML alike.
+
+    ``alt`` is each image's text alternative, for a reader who cannot see it: a function of
+    the value, or a format string with the fields ``{value}``, ``{label}`` (the value as the
+    slider shows it) and ``{description}``. Say what the frame shows at that value; the
+    default only names the value. The texts must not be empty and must tell the frames
+    apart. Each frame is an ``HTML`` widget holding an ``<img>`` with that ``alt``: the
+    ``Image`` widget has no alt attribute, and the book's static widget manager could not
+    render it with a ``tooltip`` either.
     """
     import ipywidgets as widgets
 
     if len(values) == 0:
         raise ValueError("slider_figure needs at least one value")
-    images = [widgets.Image(value=figure_png(draw(v)), format="png") for v in values]
-    for image in images:
-        image.layout.max_width = "100%"
-        image.add_class("dark-light")  # drawn for both themes: no light backdrop in dark mode
-    stack = widgets.Stack(images, selected_index=index)
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise TypeError(f"index must be an integer, not {type(index).__name__}")
+    if not 0 <= index < len(values):
+        raise IndexError(f"index {index} is outside the {len(values)} values")
+    index = int(index)
+    if isinstance(alt, str):
+        template = alt
+
+        def alt(value):
+            label = _slider_label(value)
+            return template.format(value=value, label=label, description=description)
+
+    elif not callable(alt):
+        raise TypeError(f"alt must be a format string or a function, not {type(alt).__name__}")
+    texts = [alt(v) for v in values]
+    for value, text in zip(values, texts):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"the alt text for {value!r} is empty or not a string: {text!r}")
+    if len(set(texts)) < len(texts):
+        raise ValueError("the alt texts must tell the frames apart (two values share one)")
+    frames = []
+    for value, text in zip(values, texts):
+        frame = widgets.HTML(value=_frame_html(figure_png(draw(value)), text.strip()))
+        frame.layout.max_width = "100%"
+        frames.append(frame)
+    stack = widgets.Stack(frames, selected_index=index)
     slider = widgets.SelectionSlider(
-        options=[(f"{v:g}" if isinstance(v, float) else str(v), i) for i, v in enumerate(values)],
+        options=[(_slider_label(v), i) for i, v in enumerate(values)],
         index=index,
         description=description,
         continuous_update=True,

@@ -18,16 +18,7 @@ import pytest
 
 # (check, page) -> [(pattern, reason)]. check is the test's short name (see test_site.py),
 # page the page's path in the site without .html.
-KNOWN_ISSUES: dict[tuple[str, str], list[tuple[str, str]]] = {
-    ("images", "chapters/01_rnn_bptt"): [
-        (
-            r"^widget image #\d+ has neither alt text nor a caption: blob:",
-            "src/rnnbook/plot.py slider_figure: the images of the slider figure (the "
-            "spectral-norm slider of Chapter 1) have no alt text and no caption. "
-            "widgets.Image(..., tooltip=...) gives each image a title, which names it.",
-        ),
-    ],
-}
+KNOWN_ISSUES: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
 
 def judge(problems: list[str], page: str, check: str) -> None:

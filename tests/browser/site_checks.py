@@ -307,8 +307,9 @@ def check_images(visit: Visit) -> list[str]:
     """Every image loaded; every figure in the text has alt text or a caption.
 
     A figure in the text is an image inside the article: a notebook output, a widget's image
-    or a Markdown image. A widget image has no alt attribute in ipywidgets 8; its title (the
-    widget's ``tooltip``) or aria-label names it instead.
+    or a Markdown image. The Image widget of ipywidgets 8 has no alt attribute; its title (the
+    widget's ``tooltip``) or aria-label names it instead. ``rnnbook.plot.slider_figure`` draws
+    each frame as an ``<img>`` with alt text inside an HTML widget, which counts as any image.
     """
     problems = []
     for img in visit.page.evaluate(_IMAGES_JS):
@@ -377,24 +378,28 @@ def check_widgets(visit: Visit) -> list[str]:
     return problems
 
 
+# The images of a slider figure: Image widgets, or (rnnbook.plot.slider_figure, which needs
+# their alt text) an <img> in an HTML widget.
+_FRAME_IMAGES = ".widget-image, .widget-html-content img"
+
 _SLIDERS_JS = """
 () => [...document.querySelectorAll('.widget-subarea .widget-vbox')].flatMap((box, index) => {
   const handle = box.querySelector('.widget-slider .noUi-handle');
-  const stackImage = box.querySelector('.widget-image');
+  const stackImage = box.querySelector('FRAME_IMAGES');
   if (!handle || !stackImage) return [];
   return [{index, max: +handle.getAttribute('aria-valuemax'), now: +handle.getAttribute('aria-valuenow')}];
 })
-"""
+""".replace("FRAME_IMAGES", _FRAME_IMAGES)
 
 # "ok <src>" when the slider's box shows exactly one loaded image, else what it shows.
 _SLIDER_IMAGE_JS = """
 (index) => {
   const box = [...document.querySelectorAll('.widget-subarea .widget-vbox')][index];
-  const shown = [...box.querySelectorAll('.widget-image')].filter(i => i.getBoundingClientRect().height > 0);
+  const shown = [...box.querySelectorAll('FRAME_IMAGES')].filter(i => i.getBoundingClientRect().height > 0);
   if (shown.length !== 1) return `${shown.length} images shown`;
   return shown[0].complete && shown[0].naturalWidth > 0 ? `ok ${shown[0].src}` : 'an image that did not load';
 }
-"""
+""".replace("FRAME_IMAGES", _FRAME_IMAGES)
 
 _SLIDER_MOVED_JS = (
     "([index, before]) => { const now = (" + _SLIDER_IMAGE_JS + ")(index);"
@@ -406,9 +411,10 @@ def check_sliders(visit: Visit) -> list[str]:
     """Each slider linked to a stack of precomputed images switches the image without a kernel.
 
     ``rnnbook.plot.slider_figure`` draws one image per slider value into an ipywidgets Stack
-    and links the slider to it with ``jslink``, which the embedded widget manager runs in the
-    browser. The check presses an arrow key on the slider's handle, expects exactly one
-    shown, loaded image that differs from the one before, then moves the slider back.
+    (each an ``<img>`` in an HTML widget; an Image widget counts too) and links the slider to
+    it with ``jslink``, which the embedded widget manager runs in the browser. The check
+    presses an arrow key on the slider's handle, expects exactly one shown, loaded image
+    that differs from the one before, then moves the slider back.
     """
     page = visit.page
     problems = []

@@ -121,6 +121,18 @@ def slider_unlinked(site: Path, html: str) -> str:
     return edit_state(html, drop_links)
 
 
+def slider_alt_removed(site: Path, html: str) -> str:
+    """The slider figure's frames (an <img> in an HTML widget each) lose their alt text."""
+
+    def drop_alt(state: dict) -> None:
+        frames = [m["state"] for m in state.values() if "<img" in str(m["state"].get("value", ""))]
+        assert frames, "no HTML widget with an <img> in the widget state: update this test"
+        for frame in frames:
+            frame["value"] = re.sub(r'\salt="[^"]*"', "", frame["value"])
+
+    return edit_state(html, drop_alt)
+
+
 def heading_skipped(site: Path, html: str) -> str:
     article = html.index('<article class="bd-article">')
     start = html.index("<h2", article)
@@ -184,6 +196,7 @@ CASES = [
     Case("second-h1", "content", ("<h1",), second_h1, lambda v, c, l: check_headings(v), r"2 h1 headings"),
     Case("launch-wrong-notebook", "content", ("colab.research.google.com",), launch_wrong_notebook, _launch, r"Colab launch button points at .*another_chapter\.ipynb"),
     Case("slider-unlinked", "content", ("LinkModel",), slider_unlinked, lambda v, c, l: check_sliders(v), r"did not change the image"),
+    Case("slider-alt-removed", "content", ("LinkModel", "HTMLModel"), slider_alt_removed, lambda v, c, l: check_images(v), r"widget image #\d+ has neither alt text nor a caption: data:image/png"),
     Case("dark-math-unreadable", "content", ('class="math',), dark_math_unreadable, _theme("dark"), r"dark: math .* contrast"),
     Case("book-css-missing", "content", ("<figure",), book_css_missing, _theme("dark"), r"dark: figure .* contrast"),
     Case("no-mathjax", "no-state", ('class="math',), no_mathjax, lambda v, c, l: check_math(v), r"math elements but no MathJax output"),
