@@ -56,8 +56,8 @@ def permute_pixels(images: torch.Tensor, permutation) -> torch.Tensor:
 def load_psmnist(split: str = "train", limit: int | None = None):
     """psMNIST ``x`` (N, 784, 1) in [0, 1] and ``y`` (N,) for ``split`` train/valid/test.
 
-    ``limit`` keeps only the first ``limit`` examples of the split (the quick profile trains
-    on a subset and says so).
+    ``limit`` keeps only the first ``limit`` examples of the split (a smaller experiment,
+    for example an exercise on a slow machine).
     """
     check_choice(split, "split", PSMNIST_SPLITS)
     if limit is not None:
