@@ -33,3 +33,16 @@ def check_positive_int(value, name: str) -> int:
 def check_choice(value, name: str, choices) -> None:
     if value not in choices:
         raise ValueError(f"{name} must be one of {tuple(choices)}, got {value!r}")
+
+
+def check_shape(x, name: str, expected: tuple[int, ...], letters: str) -> torch.Tensor:
+    """``x`` must be a floating-point tensor of shape ``expected``; ``letters`` spells the
+    shape in the message, e.g. ``"(B, N)"``."""
+    check_tensor(x, name, ndim=len(expected))
+    if tuple(x.shape) != tuple(expected):
+        raise ValueError(
+            f"{name} must have shape {letters} = {tuple(expected)}, got {tuple(x.shape)}"
+        )
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got {x.dtype}")
+    return x

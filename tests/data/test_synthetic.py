@@ -9,6 +9,7 @@ import torch
 
 from rnnbook.data.synthetic import (
     adding_problem,
+    copy_task,
     delayed_echo,
     first_bit,
     mackey_glass,
@@ -279,3 +280,78 @@ def test_mackey_glass_rejects_bad_arguments(kwargs, match):
     args = {"n_steps": 5} | kwargs
     with pytest.raises(ValueError, match=match):
         mackey_glass(**args)
+
+
+# --- copy_task (spec ntm §5.1, §8.2 test 9) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("B, L, width", [(4, 1, 8), (3, 7, 8), (2, 20, 8), (5, 3, 2)])
+def test_copy_task_shapes_and_dtypes(B, L, width):
+    x, y = copy_task(B, L, width, generator=0)
+    assert x.shape == (B, 2 * L + 1, width + 1) and x.dtype == torch.float32
+    assert y.shape == (B, L, width) and y.dtype == torch.float32
+    assert set(x.unique().tolist()) <= {0.0, 1.0} and set(y.unique().tolist()) <= {0.0, 1.0}
+
+
+@pytest.mark.parametrize("L", [1, 5, 20])
+def test_copy_task_delimiter_only_at_step_L_and_silence_after(L):
+    x, _ = copy_task(16, L, generator=1)
+    delimiter = x[..., 8]
+    expected = torch.zeros(2 * L + 1)
+    expected[L] = 1
+    torch.testing.assert_close(delimiter, expected.expand(16, -1), rtol=0, atol=0)
+    assert not x[:, L, :8].any()  # the delimiter step carries no data bits
+    assert not x[:, L + 1 :].any()  # no input while the network answers
+
+
+def test_copy_task_target_is_the_input_bits():
+    x, y = copy_task(8, 12, generator=2)
+    torch.testing.assert_close(y, x[:, :12, :8], rtol=0, atol=0)
+
+
+def test_copy_task_by_hand_for_one_step():
+    """L = 1, width 2: x = [b0 b1 0], [0 0 1], [0 0 0] and y = [b0 b1]."""
+    x, y = copy_task(1, 1, 2, generator=3)
+    bits = y[0, 0].tolist()
+    assert x[0].tolist() == [[*bits, 0.0], [0.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
+
+
+def test_copy_task_bits_are_fair_and_seeded():
+    x, y = copy_task(256, 20, generator=4)
+    assert abs(float(y.mean()) - 0.5) < 0.02
+    again, y_again = copy_task(256, 20, generator=torch.Generator().manual_seed(4))
+    torch.testing.assert_close(x, again, rtol=0, atol=0)
+    torch.testing.assert_close(y, y_again, rtol=0, atol=0)
+    assert not torch.equal(y, copy_task(256, 20, generator=5)[1])
+
+
+def test_copy_task_draws_one_length_per_batch_from_a_range():
+    lengths = [copy_task(2, (1, 20), generator=seed)[1].shape[1] for seed in range(300)]
+    assert min(lengths) == 1 and max(lengths) == 20
+    assert len(set(lengths)) == 20  # every length of U{1, ..., 20} appears
+    assert abs(sum(lengths) / len(lengths) - 10.5) < 1.0
+    x, y = copy_task(6, (4, 4), generator=0)
+    assert x.shape == (6, 9, 9) and y.shape == (6, 4, 8)
+
+
+def test_copy_task_needs_a_seed():
+    with pytest.raises(ValueError, match="synthetic data is always seeded"):
+        copy_task(2, 3)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((0, 3), "B must be a positive integer, got 0"),
+        ((2, 0), "L must be a positive integer, got 0"),
+        ((2, 2.0), "L must be a positive integer, got 2.0"),
+        ((2, 3, 0), "width must be a positive integer, got 0"),
+        ((2, (5, 2)), r"the range of L must have low <= high, got \(5, 2\)"),
+        ((2, (0, 2)), "the lowest length L must be a positive integer, got 0"),
+        ((2, (1, 2, 3)), r"L must be a length or a \(low, high\) range, got \(1, 2, 3\)"),
+    ],
+    ids=str,
+)
+def test_copy_task_rejects_bad_arguments(args, match):
+    with pytest.raises(ValueError, match=match):
+        copy_task(*args, generator=0)

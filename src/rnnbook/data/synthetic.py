@@ -139,3 +139,42 @@ def mackey_glass(
         x[k + 1] = x[k] + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
     samples = torch.from_numpy(x[lag + per_sample :: per_sample][discard : discard + n_steps].T)
     return samples[0].clone() if series is None else samples.contiguous()
+
+
+def copy_task(
+    B: int, L: int | tuple[int, int], width: int = 8, generator=None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The copy task of the NTM (Graves et al. 2014 §4.1; spec ntm §5.1).
+
+    ``L`` is the length shared by the whole batch, or a range ``(low, high)`` from which one
+    length is drawn uniformly (both ends included) with ``generator``: ``(1, 20)`` is the
+    book's training distribution. The content is L vectors of ``width`` fair random bits.
+
+    Returns ``x`` (B, 2L+1, width+1) and ``y`` (B, L, width), float32 in {0, 1}:
+
+    * steps 0..L-1 of ``x`` hold the bits, with the delimiter channel (the last) at 0;
+    * step L is the delimiter: data channels 0, delimiter channel 1;
+    * steps L+1..2L are all zero: no input while the network answers.
+
+    ``y`` is the bits again, without the delimiter; it is scored against the outputs at
+    steps L+1..2L (``logits[:, L + 1:]``), and the outputs at steps 0..L get no loss.
+    """
+    check_positive_int(B, "B")
+    check_positive_int(width, "width")
+    g = _generator(generator)
+    if isinstance(L, tuple):
+        if len(L) != 2:
+            raise ValueError(f"L must be a length or a (low, high) range, got {L!r}")
+        low, high = L
+        check_positive_int(low, "the lowest length L")
+        check_positive_int(high, "the highest length L")
+        if low > high:
+            raise ValueError(f"the range of L must have low <= high, got {L!r}")
+        L = int(torch.randint(low, high + 1, (1,), generator=g))
+    else:
+        check_positive_int(L, "L")
+    bits = torch.randint(0, 2, (B, L, width), generator=g).float()
+    x = torch.zeros(B, 2 * L + 1, width + 1)
+    x[:, :L, :width] = bits
+    x[:, L, width] = 1.0  # the delimiter
+    return x, bits

@@ -3,6 +3,7 @@
 from rnnbook.models.gru import GRUCell
 from rnnbook.models.lmu import DelayNetwork, LMUCell, ParallelLMU
 from rnnbook.models.lstm import DCMCell, LSTMCell, record_gates
+from rnnbook.models.ntm import NTM, NTMCell, NTMState
 from rnnbook.models.recurrent import Recurrent, RecurrentModel, hidden_of, unroll
 from rnnbook.models.srn import SRN, SRNCell, math_parameters
 
@@ -12,6 +13,9 @@ __all__ = [
     "GRUCell",
     "LMUCell",
     "LSTMCell",
+    "NTM",
+    "NTMCell",
+    "NTMState",
     "ParallelLMU",
     "Recurrent",
     "RecurrentModel",
