@@ -892,3 +892,54 @@ def _bad_calls():
 def test_functions_reject_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# --- the copy task's loss and metrics (spec §5.2) -----------------------------------------------
+
+
+def _copy_logits(y: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
+    """Logits for all 2L+1 steps: junk (large values) on steps 0..L, ``answer`` after them."""
+    B, L, width = y.shape
+    logits = torch.full((B, 2 * L + 1, width), 7.0, dtype=answer.dtype)
+    logits[:, L + 1 :] = answer
+    return logits
+
+
+def test_copy_loss_is_summed_bce_over_the_answer_in_nats_and_bits():
+    from rnnbook.models.ntm import bits_per_sequence, copy_loss
+
+    y = torch.tensor([[[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]], [[0.0, 1.0], [1.0, 0.0], [0.0, 0.0]]])
+    # zero logits: every one of the 6 answer bits of each sequence costs ln 2, i.e. 1 bit
+    loss = copy_loss(_copy_logits(y, torch.zeros(2, 3, 2)), y)
+    _close(loss, math.log(2) * 6, 1e-6)
+    _close(bits_per_sequence(loss), 6.0, 1e-6)
+    assert bits_per_sequence(math.log(2) * 84) == pytest.approx(84.0)  # guessing, mean L = 10.5
+    # one logit 2 on a target 1, everything else 0: -log(sigmoid(2)) replaces one ln 2
+    answer = torch.zeros(2, 3, 2)
+    answer[0, 0, 0] = 2.0
+    expected = (12 * math.log(2) - math.log(2) + math.log1p(math.exp(-2.0))) / 2
+    _close(copy_loss(_copy_logits(y, answer), y), expected, 1e-6)
+    # the steps 0..L (the 7.0 junk) get no loss: a perfect answer costs nearly nothing
+    assert float(copy_loss(_copy_logits(y, 40 * y - 20), y)) < 1e-7
+
+
+def test_bit_errors_per_sequence_counts_wrong_thresholded_bits():
+    from rnnbook.models.ntm import bit_errors_per_sequence
+
+    y = torch.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 0.0]]])
+    perfect = 2 * y - 1  # logit > 0 exactly where the target is 1
+    assert bit_errors_per_sequence(_copy_logits(y, perfect), y) == 0.0
+    # 3 wrong bits in sequence 0, 1 in sequence 1: 2 per sequence
+    wrong = perfect.clone()
+    wrong[0, 0, 0], wrong[0, 1, 0], wrong[0, 1, 1], wrong[1, 1, 1] = -1.0, 1.0, -1.0, 1.0
+    assert bit_errors_per_sequence(_copy_logits(y, wrong), y) == 2.0
+    assert bit_errors_per_sequence(_copy_logits(y, -perfect), y) == 4.0  # all 4 bits wrong
+
+
+def test_copy_metrics_reject_logits_of_the_wrong_length():
+    from rnnbook.models.ntm import bit_errors_per_sequence, copy_loss
+
+    y = torch.zeros(2, 3, 8)
+    for fn in (copy_loss, bit_errors_per_sequence):
+        with pytest.raises(ValueError, match=r"logits must have shape \(B, 2L\+1, width\)"):
+            fn(torch.zeros(2, 6, 8), y)

@@ -526,3 +526,40 @@ class NTM(nn.Module):
         if return_internals:
             internals = {name: torch.stack([s[name] for s in steps], dim=1) for name in steps[0]}
         return torch.stack(logits, dim=1), state, internals
+
+
+# --- the copy task's loss and metrics, spec §5.2 ------------------------------------------------
+
+
+def copy_answer(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The logits of the answer steps L+1..2L, (B, L, width), for copy targets ``y`` (B, L, width).
+
+    ``logits`` are the outputs of all 2L+1 steps of a ``copy_task`` input, (B, 2L+1, width).
+    """
+    check_tensor(y, "y", ndim=3)
+    B, L, width = y.shape
+    check_shape(logits, "logits", (B, 2 * L + 1, width), "(B, 2L+1, width)")
+    return logits[:, L + 1 :]
+
+
+def copy_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy with logits on the answer steps, summed over the bits and the L
+    steps and averaged over the batch: the cost per sequence in nats (spec §5.2).
+
+    Divide by ``ln 2`` (:func:`bits_per_sequence`) for the cost in bits; guessing costs 8L bits.
+    """
+    answer = copy_answer(logits, y)
+    return F.binary_cross_entropy_with_logits(answer, y, reduction="sum") / y.shape[0]
+
+
+def bits_per_sequence(loss_nats: torch.Tensor | float) -> torch.Tensor | float:
+    """A cost per sequence in nats (as :func:`copy_loss` returns) in bits: ``loss / ln 2``."""
+    return loss_nats / math.log(2)
+
+
+def bit_errors_per_sequence(logits: torch.Tensor, y: torch.Tensor) -> float:
+    """The mean number of wrong answer bits per sequence after thresholding the output at 0.5
+    (a logit above 0 means 1): 0 is a perfect copy, 4L is guessing (spec §5.2)."""
+    answer = copy_answer(logits, y)
+    wrong = ((answer > 0).to(y.dtype) != y).sum()
+    return float(wrong) / y.shape[0]
