@@ -35,11 +35,12 @@ MODES = ("recurrent", "matrix", "fft", "final")
 ACTIVATIONS = {"identity": lambda z: z, "relu": torch.relu, "tanh": torch.tanh}
 
 
-def _check_theta(theta) -> float:
+def _check_theta(theta, name: str = "theta") -> float:
+    """A window (or time step) in time steps: a positive, finite number."""
     if isinstance(theta, bool) or not isinstance(theta, numbers.Real) or not theta > 0:
-        raise ValueError(f"theta must be a positive number of time steps, got {theta!r}")
+        raise ValueError(f"{name} must be a positive number of time steps, got {theta!r}")
     if not math.isfinite(theta):
-        raise ValueError(f"theta must be finite, got {theta!r}")
+        raise ValueError(f"{name} must be finite, got {theta!r}")
     return float(theta)
 
 
@@ -112,7 +113,7 @@ def discretize(
     """
     check_choice(method, "method", ("zoh", "euler"))
     A, B = _as_system(A, B, "A", "B")
-    _check_theta(dt)  # same rule: a positive finite number
+    _check_theta(dt, "dt")
     d = A.shape[0]
     if method == "euler":
         return np.eye(d) + A * dt, B * dt
