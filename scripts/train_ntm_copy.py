@@ -34,11 +34,11 @@ the same data. On one machine with one torch thread the run is bitwise reproduci
 
 Usage (from the repository root):
 
-    .venv/bin/python scripts/train_ntm_copy.py --stop-when-solved --out-dir /work/ntm-run
-    .venv/bin/python scripts/train_ntm_copy.py --resume --stop-when-solved --out-dir /work/ntm-run
+    .venv/bin/python scripts/train_ntm_copy.py --stop-when-solved --out-dir runs/ntm-copy
+    .venv/bin/python scripts/train_ntm_copy.py --resume --stop-when-solved --out-dir runs/ntm-copy
     # a smoke test that leaves checkpoints/ alone:
-    RNNBOOK_CHECKPOINTS=/tmp/ck .venv/bin/python scripts/train_ntm_copy.py --N 32 --M 8 \\
-        --controller 64 --max-length 5 --steps 200 --eval-every 50 --out-dir /tmp/smoke
+    RNNBOOK_CHECKPOINTS=runs/smoke-ck .venv/bin/python scripts/train_ntm_copy.py --N 32 --M 8 \\
+        --controller 64 --max-length 5 --steps 200 --eval-every 50 --out-dir runs/smoke
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--solved-evals", type=int, default=3, help="evaluations in a row")
     parser.add_argument("--solved-cost", type=float, default=0.1, help="bits per sequence")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--out-dir", type=Path, default=Path("ntm-run"))
+    parser.add_argument("--out-dir", type=Path, default=Path("runs/ntm-copy"))
     parser.add_argument("--resume", action="store_true", help="continue <out-dir>/snapshot.pt")
     parser.add_argument("--name", default=NAME, help="checkpoint name (the book uses ntm-copy)")
     args = parser.parse_args(argv)

@@ -739,9 +739,9 @@ A4, B4 = _reference_AB(4, 10.0)
         (lambda: discretize(B4, B4), r"A must be a square \(d, d\) matrix, got shape \(4,\)"),
         (lambda: discretize(A4, np.ones(3)), r"B must have shape \(d,\) = \(4,\), got \(3,\)"),
         (lambda: discretize(A4, B4[:, None]), r"B must have shape \(d,\) = \(4,\), got \(4, 1\)"),
-        (lambda: discretize(A4, B4, dt=0), "must be a positive number .* got 0"),
-        (lambda: discretize(A4, B4, dt=-1.0), "must be a positive number .* got -1.0"),
-        (lambda: discretize(A4, B4, dt=math.inf), "must be finite, got inf"),
+        (lambda: discretize(A4, B4, dt=0), "dt must be a positive number .* got 0"),
+        (lambda: discretize(A4, B4, dt=-1.0), "dt must be a positive number .* got -1.0"),
+        (lambda: discretize(A4, B4, dt=math.inf), "dt must be finite, got inf"),
         (lambda: impulse_response(A4, B4, 0), "n must be a positive integer, got 0"),
         (lambda: impulse_response(A4, B4, 2.0), "n must be a positive integer, got 2.0"),
         (

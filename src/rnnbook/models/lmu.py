@@ -35,11 +35,12 @@ MODES = ("recurrent", "matrix", "fft", "final")
 ACTIVATIONS = {"identity": lambda z: z, "relu": torch.relu, "tanh": torch.tanh}
 
 
-def _check_theta(theta) -> float:
+def _check_theta(theta, name: str = "theta") -> float:
+    """A window (or time step) in time steps: a positive, finite number."""
     if isinstance(theta, bool) or not isinstance(theta, numbers.Real) or not theta > 0:
-        raise ValueError(f"theta must be a positive number of time steps, got {theta!r}")
+        raise ValueError(f"{name} must be a positive number of time steps, got {theta!r}")
     if not math.isfinite(theta):
-        raise ValueError(f"theta must be finite, got {theta!r}")
+        raise ValueError(f"{name} must be finite, got {theta!r}")
     return float(theta)
 
 
@@ -89,6 +90,17 @@ def legendre_decoder(d: int, r) -> np.ndarray:
     return polys
 
 
+def _as_system(A, B, name_A: str, name_B: str) -> tuple[np.ndarray, np.ndarray]:
+    """``A`` (d, d) and ``B`` (d,) as float64 arrays, or an error naming the wrong shape."""
+    A = np.asarray(A, dtype=np.float64)
+    B = np.asarray(B, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"{name_A} must be a square (d, d) matrix, got shape {A.shape}")
+    if B.shape != (A.shape[0],):
+        raise ValueError(f"{name_B} must have shape (d,) = ({A.shape[0]},), got {B.shape}")
+    return A, B
+
+
 def discretize(
     A: np.ndarray, B: np.ndarray, dt: float = 1.0, method: str = "zoh"
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -100,13 +112,8 @@ def discretize(
     is unstable unless theta is many times d (an exercise).
     """
     check_choice(method, "method", ("zoh", "euler"))
-    A = np.asarray(A, dtype=np.float64)
-    B = np.asarray(B, dtype=np.float64)
-    if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"A must be a square (d, d) matrix, got shape {A.shape}")
-    if B.shape != (A.shape[0],):
-        raise ValueError(f"B must have shape (d,) = ({A.shape[0]},), got {B.shape}")
-    _check_theta(dt)  # same rule: a positive finite number
+    A, B = _as_system(A, B, "A", "B")
+    _check_theta(dt, "dt")
     d = A.shape[0]
     if method == "euler":
         return np.eye(d) + A * dt, B * dt
@@ -124,12 +131,7 @@ def impulse_response(A_bar: np.ndarray, B_bar: np.ndarray, n: int) -> np.ndarray
     u_{t-k}`` (3.22).
     """
     check_positive_int(n, "n")
-    A_bar = np.asarray(A_bar, dtype=np.float64)
-    column = np.asarray(B_bar, dtype=np.float64)
-    if A_bar.ndim != 2 or A_bar.shape[0] != A_bar.shape[1]:
-        raise ValueError(f"A_bar must be a square (d, d) matrix, got shape {A_bar.shape}")
-    if column.shape != (A_bar.shape[0],):
-        raise ValueError(f"B_bar must have shape (d,) = ({A_bar.shape[0]},), got {column.shape}")
+    A_bar, column = _as_system(A_bar, B_bar, "A_bar", "B_bar")
     H = np.empty((column.shape[0], n))
     for k in range(n):
         H[:, k] = column
