@@ -271,6 +271,26 @@ def test_zero_key_strength_gives_uniform_weights():
     _close(content_weighting(memory, k, _col(0.0, B=2)), torch.full((2, 5), 0.2, dtype=F64), 1e-15)
 
 
+def test_content_weighting_by_hand():
+    """Rows (1, 0), (0, 1), (-1, 0), (0, 2) and k = (1, 0): K = (1, 0, -1, 0). With
+    beta = ln 2 the exponentials are (2, 1, 1/2, 1), which sum to 4.5."""
+    memory = _t([[[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, 2.0]]])
+    w = content_weighting(memory, _t([[1.0, 0.0]]), _col(math.log(2)))
+    _close(w, [[4 / 9, 2 / 9, 1 / 9, 2 / 9]], 1e-8)
+
+
+def test_a_uniform_weighting_is_a_fixed_point_of_every_location_step():
+    """The symmetry trap step by step: interpolating, shifting and sharpening uniform
+    weightings gives the uniform weighting, for any gate, shift weighting and gamma."""
+    uniform = torch.full((3, 8), 1 / 8, dtype=F64)
+    g = torch.Generator().manual_seed(15)
+    s = torch.softmax(torch.randn(3, 3, generator=g, dtype=F64), -1)
+    gate = torch.rand(3, 1, generator=g, dtype=F64)
+    _close(interpolate(uniform, uniform, gate), uniform, 1e-16)
+    _close(shift(uniform, s), uniform, 1e-16)
+    _close(sharpen(uniform, _col(7.5, B=3)), uniform, 1e-12)  # the 1e-12 in the sum
+
+
 # --- interpolation (N6), shift (N7), sharpening (N8): spec tests 3, 4 -----------------------
 
 
