@@ -21,8 +21,8 @@ is :func:`lstm_config`; the chapter passes the same dict to ``train_or_load("lst
 
 Usage (from the repository root; about 0.07 s per step on one CPU thread, 40 minutes):
 
-    .venv/bin/python scripts/train_lstm_copy.py --out-dir /work/lstm-run
-    .venv/bin/python scripts/train_lstm_copy.py --resume --out-dir /work/lstm-run
+    .venv/bin/python scripts/train_lstm_copy.py --out-dir runs/lstm-copy
+    .venv/bin/python scripts/train_lstm_copy.py --resume --out-dir runs/lstm-copy
     # a smoke test that leaves checkpoints/ alone:
     RNNBOOK_CHECKPOINTS=/tmp/ck .venv/bin/python scripts/train_lstm_copy.py --hidden 32 \\
         --layers 1 --max-length 5 --steps 100 --eval-every 50 --out-dir /tmp/lstm-smoke
