@@ -90,7 +90,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--max-length", type=int, default=20, help="train on L ~ U{1..this}")
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    parser.add_argument("--out-dir", type=Path, default=Path("lstm-run"))
+    parser.add_argument("--out-dir", type=Path, default=Path("runs/lstm-copy"))
     parser.add_argument("--resume", action="store_true", help="continue <out-dir>/snapshot.pt")
     parser.add_argument("--name", default=NAME, help="checkpoint name (the book uses lstm-copy)")
     args = parser.parse_args(argv)
