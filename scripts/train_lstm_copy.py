@@ -261,7 +261,7 @@ def main(argv=None) -> int:
         "threads": args.threads,
         "torch": torch.__version__,
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
-        "learning_curve": str(csv_path),
+        "learning_curve": ntm.portable(csv_path),
     }
     config = lstm_config(args, run["step"])
     record = save_checkpoint(model, args.name, config, summary, seconds)

@@ -227,16 +227,28 @@ def _git(*command: str) -> str:
         return "unknown"
 
 
+def portable(path) -> str:
+    """A path as the record keeps it: relative to the repository when inside it, otherwise
+    only its last part, so that no record names the machine's folders."""
+    path = Path(path)
+    if not path.is_absolute():
+        return str(path)
+    if path.resolve().is_relative_to(ROOT):
+        return str(path.resolve().relative_to(ROOT))
+    return f"<outside the repository>/{path.name}"
+
+
 def provenance() -> dict:
     """The command, the git commit and what was uncommitted in src/, scripts/ at the start."""
     python = Path(sys.executable)
     if python.is_relative_to(Path.cwd()):
         python = python.relative_to(Path.cwd())
-    command = " ".join(shlex.quote(str(a)) for a in [python, *sys.argv])
+    words = [python, *sys.argv]
+    command = " ".join(shlex.quote(portable(a) if Path(a).is_absolute() else str(a)) for a in words)
     uncommitted = _git("status", "--porcelain", "--", "src", "scripts")
     return {
         "command": command,
-        "cwd": os.getcwd(),
+        "cwd": portable(Path.cwd()),
         "git_commit": _git("rev-parse", "HEAD"),
         "git_uncommitted_src_scripts": uncommitted.splitlines() if uncommitted else [],
         "script_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
@@ -455,7 +467,7 @@ def main(argv=None) -> int:
         "threads": args.threads,
         "torch": torch.__version__,
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
-        "learning_curve": str(csv_path),
+        "learning_curve": portable(csv_path),
     }
     config = copy_config(args, run["step"])
     record = save_checkpoint(model, args.name, config, summary, seconds)

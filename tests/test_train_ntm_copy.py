@@ -55,6 +55,9 @@ def test_a_tiny_run_writes_the_curve_and_a_loadable_checkpoint(checkpoints, tmp_
         str(L) for L in ntm_run.EVAL_LENGTHS
     }
     load_checkpoint(ntm_run.build_model(args), "ntm-copy", ntm_run.copy_config(args, 10))
+    text = (checkpoints / "ntm-copy.json").read_text()
+    assert str(tmp_path) not in text and str(Path.home()) not in text  # no machine paths
+    assert record["summary"]["learning_curve"] == "<outside the repository>/learning_curve.csv"
 
 
 def test_resuming_gives_the_weights_of_an_uninterrupted_run(checkpoints, tmp_path):
