@@ -32,10 +32,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -47,9 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_ntm_copy as ntm  # noqa: E402  (the NTM run's data, evaluation, CSV and snapshots)
 
 from rnnbook.checkpoints import (  # noqa: E402
-    load_checkpoint,
     model_code_sha256,
-    save_checkpoint,
 )
 from rnnbook.models.ntm import bits_per_sequence  # noqa: E402
 from rnnbook.runtime import seed_everything  # noqa: E402
@@ -238,45 +232,9 @@ def main(argv=None) -> int:
         run["recent_bits"] = recent
         ntm.save_snapshot(snapshot_path, model, optimizer, run)
 
-    final = evaluate(model)
     seconds = time.perf_counter() - started
-    summary = {
-        "steps": run["step"],
-        "max_steps": args.steps,
-        "sequences": run["step"] * args.batch,
-        "seconds": round(seconds, 1),
-        "seconds_per_step": round(seconds / run["step"], 4),
-        "final_train_bits_last_100_steps": round(sum(recent) / len(recent), 6),
-        "bit_errors_per_sequence": {str(L): final[f"bit_errors_L{L}"] for L in ntm.EVAL_LENGTHS},
-        "eval_bits_per_sequence": {
-            str(L): round(final[f"eval_bits_L{L}"], 6) for L in ntm.EVAL_LENGTHS
-        },
-        "eval": f"{ntm.EVAL_BATCH} sequences per length, generator {ntm.EVAL_SEED_BASE} + L",
-        "seed": args.seed,
-        "parameters": n_parameters,
-        "command": run["commands"][0],
-        "commands": run["commands"],
-        **{k: v for k, v in run["provenance"].items() if k != "command"},
-        "model_code_sha256_at_start": run["model_code_sha256_at_start"],
-        "threads": args.threads,
-        "torch": torch.__version__,
-        "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
-        "learning_curve": ntm.portable(csv_path),
-    }
     config = lstm_config(args, run["step"])
-    record = save_checkpoint(model, args.name, config, summary, seconds)
-    check = build_model(args)
-    load_checkpoint(check, args.name, config)
-    if not math.isclose(evaluate(check)["eval_bits_L20"], final["eval_bits_L20"], rel_tol=1e-6):
-        ntm.log("the reloaded checkpoint evaluates differently")
-        return 1
-    (out_dir / "summary.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    ntm.log(
-        f"wrote checkpoint {args.name!r} (weights {record['weights_sha256'][:12]}…) and "
-        f"{out_dir / 'summary.json'}: {run['step']:,} steps, {seconds:.0f} s, bit errors per "
-        f"sequence {summary['bit_errors_per_sequence']}"
-    )
-    return 0
+    return ntm.finish(model, build_model(args), args, config, run, recent, seconds, {}, out_dir)
 
 
 if __name__ == "__main__":

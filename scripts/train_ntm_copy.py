@@ -443,13 +443,23 @@ def main(argv=None) -> int:
         log("nothing trained")
         return 1
 
-    final = evaluate(model)
     seconds = time.perf_counter() - started
+    extra = {"solved": solved}
+    config = copy_config(args, run["step"])
+    return finish(model, build_model(args), args, config, run, recent, seconds, extra, out_dir)
+
+
+def finish(model, fresh, args, config, run, recent, seconds, extra, out_dir) -> int:
+    """The end of a training run (this script's and train_lstm_copy.py's): evaluate, write the
+    checkpoint with its summary, reload it into ``fresh`` (a new model of the same kind) as a
+    check, and copy the record to the out-dir."""
+    evaluate = Evaluator()
+    final = evaluate(model)
     summary = {
         "steps": run["step"],
         "max_steps": args.steps,
         "sequences": run["step"] * args.batch,
-        "solved": solved,
+        **extra,
         "seconds": round(seconds, 1),
         "seconds_per_step": round(seconds / run["step"], 4),
         "final_train_bits_last_100_steps": round(sum(recent) / len(recent), 6),
@@ -459,7 +469,7 @@ def main(argv=None) -> int:
         },
         "eval": f"{EVAL_BATCH} sequences per length, generator {EVAL_SEED_BASE} + L",
         "seed": args.seed,
-        "parameters": n_parameters,
+        "parameters": sum(p.numel() for p in model.parameters()),
         "command": run["commands"][0],
         "commands": run["commands"],
         **{k: v for k, v in run["provenance"].items() if k != "command"},
@@ -467,13 +477,11 @@ def main(argv=None) -> int:
         "threads": args.threads,
         "torch": torch.__version__,
         "machine": f"{platform.platform()}, {os.cpu_count()} CPUs",
-        "learning_curve": portable(csv_path),
+        "learning_curve": portable(out_dir / "learning_curve.csv"),
     }
-    config = copy_config(args, run["step"])
     record = save_checkpoint(model, args.name, config, summary, seconds)
-    check = build_model(args)
-    load_checkpoint(check, args.name, config)
-    if not math.isclose(evaluate(check)["eval_bits_L20"], final["eval_bits_L20"], rel_tol=1e-6):
+    load_checkpoint(fresh, args.name, config)
+    if not math.isclose(evaluate(fresh)["eval_bits_L20"], final["eval_bits_L20"], rel_tol=1e-6):
         log("the reloaded checkpoint evaluates differently")
         return 1
     (out_dir / "summary.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
