@@ -1,7 +1,8 @@
 # The book's two commands:
 #   make book   set up, execute every chapter, render the HTML into _build/html
-#   make test   set up, lint, unit tests, every chapter under nbval, the HTML build, and
-#               the browser tests of that build
+#   make test   set up, lint, unit tests, the HTML build (which executes every chapter once:
+#               a failing assert fails it), the browser tests of that build and the
+#               student edition; it prints the time of each stage
 # Both create .venv on first use and install the tested pins from constraints.txt.
 
 PYTHON ?= python3
@@ -17,10 +18,17 @@ JBFLAGS ?= -W -n --keep-going
 
 .PHONY: help setup book student-book student-check test lint format unit notebooks html browser bench clean distclean
 
+# The stages of `make test`, in order. Each chapter executes once, in `html`: the build runs
+# every notebook with nb_execution_raise_on_error (_config.yml), so a failing assert stops it
+# and the log shows the cell and its traceback; `browser` and `student-check` test that very
+# build. `make notebooks` (nbval, no HTML) is there for working on one chapter alone.
+TEST_STAGES := setup lint unit html browser student-check
+
 help:
 	@echo "make book    execute every chapter and render the HTML into _build/html"
 	@echo "make student-book  the student edition (no solutions) into _build/student"
-	@echo "make test    lint, unit tests, chapters under nbval, HTML build, browser, student edition"
+	@echo "make test    lint, unit tests, HTML build (executes each chapter once), browser, student edition"
+	@echo "make notebooks   the chapters under nbval alone (no HTML)"
 	@echo "make browser every page of _build/html in headless Chromium (screenshots in _build/)"
 	@echo "make bench   run the benchmarks in benchmarks/ and write benchmarks/results/"
 	@echo "make format  apply ruff's formatting and import order"
@@ -58,7 +66,16 @@ student-book: html
 # --- tests ---------------------------------------------------------------------------------
 
 test: export RNNBOOK_PROFILE ?= quick
-test: setup lint unit notebooks html browser student-check
+test:
+	@set -e; summary=""; \
+	for stage in $(TEST_STAGES); do \
+	    start=$$(date +%s); \
+	    $(MAKE) --no-print-directory $$stage; \
+	    took=$$(( $$(date +%s) - start )); \
+	    echo "== make $$stage: $$took s"; \
+	    summary="$$summary$$(printf '%-14s %5d s' $$stage $$took)\n"; \
+	done; \
+	printf "== the stages of make test (profile $$RNNBOOK_PROFILE):\n$$summary"
 
 lint: setup
 	$(BIN)/ruff check .
@@ -71,12 +88,14 @@ format: setup
 unit: setup
 	$(BIN)/pytest tests -q
 
-# Every chapter runs top to bottom; assert cells carry the checks (see chapters/README.md).
-# Build the student edition from the fresh HTML build, then check that it holds no solution.
-student-check: html
+# The student edition, made from the executed chapters of the last `make html` (it executes
+# nothing), then checked to hold no solution.
+student-check: setup
 	$(PY) scripts/student_book.py
 	RNNBOOK_REQUIRE_STUDENT_BUILD=1 $(BIN)/pytest tests/test_student_edition.py -q -p no:cacheprovider
 
+# Every chapter top to bottom under nbval, without the HTML (not part of `make test`, whose
+# HTML build executes the chapters).
 notebooks: setup
 	$(BIN)/pytest chapters --nbval-lax --nbval-current-env -q -p no:cacheprovider
 

@@ -2,7 +2,8 @@
 
 The full profile trains a model and saves a small checkpoint beside a JSON record of how it
 was made: the training config, a SHA-256 of the weights, the code version (rnnbook's
-version and a hash of the model's source file), the torch version and the training time.
+version and a hash of the code of the model's module, docstrings and comments left out),
+the torch version and the training time.
 The quick profile loads that checkpoint instead of training for minutes; it refuses a
 checkpoint whose weights or config do not match, and warns when the model's code changed
 since. Running the chapter in the full profile writes the checkpoint again, so anybody can
@@ -11,6 +12,7 @@ reproduce it.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import inspect
 import json
@@ -60,9 +62,28 @@ def weights_sha256(state_dict: dict[str, torch.Tensor]) -> str:
 
 
 def model_code_sha256(model: nn.Module) -> str:
-    """SHA-256 of the source file that defines the model's class."""
+    """SHA-256 of the code of the module that defines the model's class, as Python parses it.
+
+    What a code change should invalidate is the arithmetic, not the prose around it: the hash
+    is taken over the module's syntax tree with every docstring removed, so comments,
+    docstrings, blank lines and formatting do not change it, while any change to a statement,
+    a name or a constant does.
+    """
     source = inspect.getsourcefile(type(model))
-    return hashlib.sha256(Path(source).read_bytes()).hexdigest() if source else "unknown"
+    if not source:
+        return "unknown"
+    tree = ast.parse(Path(source).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
 
 
 def _code_version(model: nn.Module) -> dict:
@@ -71,7 +92,8 @@ def _code_version(model: nn.Module) -> dict:
     return {"rnnbook": __version__, "model_code_sha256": model_code_sha256(model)}
 
 
-def _jsonable(config: dict) -> dict:
+def as_json(config: dict) -> dict:
+    """``config`` as JSON reads it back (tuples become lists), or a TypeError naming why not."""
     try:
         return json.loads(json.dumps(config, sort_keys=True))
     except TypeError as error:
@@ -87,13 +109,13 @@ def save_checkpoint(model: nn.Module, name: str, config: dict, summary: dict, se
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     record = {
         "name": name,
-        "config": _jsonable(config),
+        "config": as_json(config),
         "weights_sha256": weights_sha256(state),
         "code": _code_version(model),
         "torch": torch.__version__.split("+")[0],
         "made_by": "profile full",
         "train_seconds": round(seconds, 1),
-        "summary": _jsonable(summary),
+        "summary": as_json(summary),
     }
     for suffix, write in (
         (".pt", lambda f: torch.save(state, f)),
@@ -120,10 +142,10 @@ def load_checkpoint(model: nn.Module, name: str, config: dict) -> dict:
             "run this chapter with profile='full' to train and save it"
         )
     record = json.loads(meta.read_text())
-    if record.get("config") != _jsonable(config):
+    if record.get("config") != as_json(config):
         raise CheckpointError(
             f"checkpoint {name!r} was trained with config {record.get('config')}, but the "
-            f"chapter asks for {_jsonable(config)}; run the full profile to retrain it"
+            f"chapter asks for {as_json(config)}; run the full profile to retrain it"
         )
     state = torch.load(weights, map_location="cpu", weights_only=True)
     found = weights_sha256(state)
@@ -139,6 +161,27 @@ def load_checkpoint(model: nn.Module, name: str, config: dict) -> dict:
             f"{_code_version(model)}. Re-run the full profile to refresh it.",
             stacklevel=2,
         )
+    return record
+
+
+def refresh_code(name: str, model: nn.Module, reason: str) -> dict:
+    """Record the model's current code in checkpoint ``name``'s record, keeping the old entry.
+
+    Only for a code change that leaves the trained model's arithmetic alone (a renamed
+    variable, a moved class): check first that the checkpoint still reproduces its recorded
+    results (``python -m rnnbook.runs refresh NAME`` does). ``reason`` says what changed.
+    """
+    path = checkpoint_dir() / f"{name}.json"
+    record = json.loads(path.read_text())
+    current = _code_version(model)
+    if record.get("code") != current:
+        history = record.setdefault("code_history", [])
+        history.append({**record.get("code", {}), "replaced_because": reason})
+        record["code"] = current
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{name}", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(record, indent=2, sort_keys=True))
+        os.replace(tmp, path)
     return record
 
 
@@ -178,5 +221,5 @@ def train_or_load(
     if profile.name == "full":
         record = save_checkpoint(model, name, config, summary, seconds)
     else:
-        record = {"name": name, "config": _jsonable(config), "summary": _jsonable(summary)}
+        record = {"name": name, "config": as_json(config), "summary": as_json(summary)}
     return Trained(model, "trained", record)

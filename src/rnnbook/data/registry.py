@@ -24,7 +24,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from rnnbook.paths import data_dir
+from rnnbook.paths import data_dir, path_from_env
 
 MIRROR_ENV_VAR = "RNNBOOK_DATA_MIRROR"
 OFFLINE_ENV_VAR = "RNNBOOK_OFFLINE"
@@ -114,10 +114,10 @@ def _ensure(dataset: Dataset, remote: RemoteFile, target: Path) -> None:
         if sha256_of(target) == remote.sha256:
             return
         target.unlink()  # a stale or damaged cache entry; fetch it again
-    mirror = os.environ.get(MIRROR_ENV_VAR, "").strip()
+    mirror = path_from_env(MIRROR_ENV_VAR)
     offline = os.environ.get(OFFLINE_ENV_VAR, "").strip().lower() not in ("", "0", "false", "no")
     if mirror:
-        source = Path(mirror).expanduser() / dataset.name / remote.mirror_file
+        source = mirror / dataset.name / remote.mirror_file
         if source.is_file():
             _install(source, source.suffix == ".gz", remote, target, origin=str(source))
             return

@@ -2,7 +2,7 @@
 
 from rnnbook.models.gru import GRUCell
 from rnnbook.models.lmu import DelayNetwork, LMUCell, ParallelLMU
-from rnnbook.models.lstm import DCMCell, LSTMCell, record_gates
+from rnnbook.models.lstm import DCMCell, LSTMCell, StackedLSTM, record_gates
 from rnnbook.models.ntm import NTM, NTMCell, NTMState
 from rnnbook.models.recurrent import Recurrent, RecurrentModel, hidden_of, unroll
 from rnnbook.models.srn import SRN, SRNCell, math_parameters
@@ -21,6 +21,7 @@ __all__ = [
     "RecurrentModel",
     "SRN",
     "SRNCell",
+    "StackedLSTM",
     "hidden_of",
     "math_parameters",
     "record_gates",

@@ -284,3 +284,25 @@ def record_gates(cell: LSTMCell, x: torch.Tensor) -> dict[str, torch.Tensor]:
     return {
         name: torch.stack([getattr(s, name) for s in steps], dim=1) for name in LSTMStep._fields
     }
+
+
+class StackedLSTM(nn.Module):
+    """Stacked ``torch.nn.LSTM`` layers and a linear read-out of every step: the baseline of
+    Chapter 3's copy task (Graves et al. 2014, Table 1), with PyTorch's own initialisation.
+
+    ``forward(x, state=None)`` takes ``x`` (B, T, d_x) and returns ``(logits, state)``:
+    logits (B, T, d_y) and torch's ``(h, c)``, each (layers, B, hidden).
+    """
+
+    def __init__(self, d_x: int, d_y: int, hidden: int = 256, layers: int = 3):
+        super().__init__()
+        for value, name in ((d_x, "d_x"), (d_y, "d_y"), (hidden, "hidden"), (layers, "layers")):
+            check_positive_int(value, name)
+        self.lstm = nn.LSTM(d_x, hidden, num_layers=layers, batch_first=True)
+        self.readout = nn.Linear(hidden, d_y)
+
+    def forward(self, x: torch.Tensor, state=None):
+        check_tensor(x, "x", ndim=3)
+        check_size(x, "x", 2, self.lstm.input_size, "the input size d_x")
+        h, state = self.lstm(x, state)
+        return self.readout(h), state

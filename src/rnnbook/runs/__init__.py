@@ -1,0 +1,18 @@
+"""The book's long runs, one module per task, each a thin command line over :mod:`rnnbook.longrun`.
+
+``python -m rnnbook.runs TASK --help`` lists a task's options. The tasks:
+
+* ``copy``: Chapter 3's NTM and its LSTM baseline on the copy task (:mod:`rnnbook.runs.copy`).
+"""
+
+TASKS = {"copy": "rnnbook.runs.copy"}
+
+
+def book_runs() -> dict:
+    """``{checkpoint name: () -> LongRun}`` for every committed checkpoint of the book."""
+    import importlib
+
+    runs = {}
+    for module in TASKS.values():
+        runs.update(importlib.import_module(module).BOOK_RUNS)
+    return runs
