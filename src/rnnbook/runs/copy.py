@@ -44,7 +44,8 @@ DATA = f"copy_task(batch, (1, max_length), generator=seed * {TRAIN_SEED_STRIDE} 
 
 
 def train_batch(step: int, *, seed: int, batch: int = 32, max_length: int = 20, device="cpu"):
-    """The training batch of ``step``: ``(x, y)`` from the generator ``seed * 10**9 + step``."""
+    """The training batch of ``step``: ``(x, y)`` from the generator ``seed * 10**9 + step``
+    (``seed`` is the run's data seed)."""
     x, y = copy_task(
         batch, (MIN_LENGTH, max_length), width=WIDTH, generator=seed * TRAIN_SEED_STRIDE + step
     )
@@ -183,12 +184,17 @@ def lstm_run(
     layers: int = 3,
     max_length: int = 20,
     eval_every: int = 250,
+    data_seed: int | None = None,
     device="cpu",
     name: str = "lstm-copy",
 ) -> longrun.LongRun:
     """The LSTM baseline: ``layers`` stacked ``nn.LSTM`` layers of ``hidden`` units and a linear
     read-out (the paper's 3 x 256 by default; the book's checkpoint has 3 x 128). It has a
-    fixed budget and no stop rule: it is not expected to solve the task."""
+    fixed budget and no stop rule: it is not expected to solve the task.
+
+    ``data_seed`` (default: ``seed``) chooses the stream of training batches apart from the
+    weights: with the NTM's seed the baseline learns from exactly the NTM's batches.
+    """
 
     def build_model() -> StackedLSTM:
         seed_everything(seed)
@@ -211,8 +217,12 @@ def lstm_run(
         "data": DATA,
         "stop_rule": None,
     }
+    if data_seed is not None and data_seed != seed:
+        config["data_seed"] = data_seed
+        config["data"] = DATA.replace("seed *", "data_seed *")
+    data = seed if data_seed is None else data_seed
     return _copy_run(
-        name, config, build_model, seed, steps, batch, lr, max_length, eval_every, None, device
+        name, config, build_model, data, steps, batch, lr, max_length, eval_every, None, device
     )
 
 
@@ -247,11 +257,12 @@ def _copy_run(
 # Each takes the keyword ``device`` (default "cpu"); the command that retrains it is beside it.
 BOOK_RUNS = {
     "ntm-copy": lambda **device: ntm_run(seed=2, steps=31_250, **device),
-    "lstm-copy": lambda **device: lstm_run(hidden=128, steps=15_000, **device),  # 1.35 MB
+    # the LSTM learns from the NTM's batches (data seed 2) for as many steps; 3 x 128: 1.35 MB
+    "lstm-copy": lambda **device: lstm_run(hidden=128, steps=31_250, data_seed=2, **device),
 }
 BOOK_COMMANDS = {
     "ntm-copy": "python -m rnnbook.runs copy --model ntm --seed 2 --out-dir runs/ntm-copy",
-    "lstm-copy": "python -m rnnbook.runs copy --model lstm --hidden 128 --steps 15000 "
+    "lstm-copy": "python -m rnnbook.runs copy --model lstm --hidden 128 --data-seed 2 "
     "--out-dir runs/lstm-copy",
 }
 
@@ -288,6 +299,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     lstm = parser.add_argument_group("the LSTM baseline")
     lstm.add_argument("--hidden", type=int, default=256, help="units per layer")
     lstm.add_argument("--layers", type=int, default=3, help="stacked layers")
+    lstm.add_argument("--data-seed", type=int, help="the batches' seed (default: --seed)")
     args = parser.parse_args(argv)
     whole = ("steps", "batch", "max_length", "eval_every", "threads", "N", "M", "controller")
     for key in (*whole, "hidden", "layers", "solved_evals"):
@@ -321,7 +333,7 @@ def run_from_args(args: argparse.Namespace) -> longrun.LongRun:
             solved_evals=args.solved_evals,
             solved_cost=args.solved_cost,
         )
-    return lstm_run(**common, hidden=args.hidden, layers=args.layers)
+    return lstm_run(**common, hidden=args.hidden, layers=args.layers, data_seed=args.data_seed)
 
 
 def main(argv=None) -> int:
