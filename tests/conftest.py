@@ -16,14 +16,17 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from rnnbook.paths import path_from_env  # noqa: E402
+
 torch.set_num_threads(1)
 
 # The offline dataset mirror, read before the autouse fixture below clears the variable.
-# CI sets RNNBOOK_DATA_MIRROR; locally the mirror sits beside the repository.
-MIRROR = Path(
-    os.environ.get("RNNBOOK_DATA_MIRROR")
-    or Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-).resolve()
+# CI sets RNNBOOK_DATA_MIRROR (a relative path is taken from the repository root); locally
+# the mirror sits beside the repository.
+MIRROR = (
+    path_from_env("RNNBOOK_DATA_MIRROR")
+    or (Path(__file__).resolve().parents[1] / ".." / "shared" / "data").resolve()
+)
 
 
 @pytest.fixture(autouse=True)

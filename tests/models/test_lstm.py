@@ -11,6 +11,7 @@ from torch import nn
 
 from rnnbook.models.lstm import DCMCell, LSTMCell, record_gates
 from rnnbook.models.recurrent import Recurrent
+from rnnbook.testing import assert_close_ulps
 
 # Spec lstm-gru §5.3: outputs and gradients agree to 1e-12 in float64 and 1e-6 in float32.
 TOL = {torch.float64: 1e-12, torch.float32: 1e-6}
@@ -46,6 +47,7 @@ def _close(actual, expected, tol, msg=None):
 
 
 def _same(actual, expected, msg=None):
+    """Bitwise: only for a computation repeated or a copy (see rnnbook.testing)."""
     torch.testing.assert_close(actual, expected, rtol=0, atol=0, msg=msg)
 
 
@@ -193,8 +195,8 @@ def test_zero_peepholes_equal_the_plain_lstm():
     x, h0, c0 = _inputs(3, 7, 5, 4)
     out_plain, state_plain = Recurrent(plain)(x, (h0, c0))
     out_peep, state_peep = Recurrent(peep)(x, (h0, c0))
-    _same(out_peep, out_plain)
-    _same(state_peep[1], state_plain[1])
+    assert_close_ulps(out_peep, out_plain)
+    assert_close_ulps(state_peep[1], state_plain[1])
 
 
 @pytest.mark.parametrize("name", ["peephole_i", "peephole_f", "peephole_o"])
@@ -278,8 +280,8 @@ def test_dcm_with_zero_extras_equals_the_lstm(flag):
     x, _, _ = _inputs(3, 7, 5, 4)
     out_dcm, state_dcm = Recurrent(dcm)(x)
     out_lstm, (_, c_lstm) = Recurrent(lstm)(x)
-    _same(out_dcm, out_lstm)
-    _same(state_dcm[1], c_lstm)
+    assert_close_ulps(out_dcm, out_lstm)
+    assert_close_ulps(state_dcm[1], c_lstm)
 
 
 def test_dcm_without_gate_links_equals_the_peephole_lstm():
@@ -342,7 +344,7 @@ def test_dcm_out_peephole_state_is_irrelevant_when_p_o_is_zero():
         dcm = DCMCell(5, 4, out_peephole_state=flag).double()
         _randomise(dcm, [name for name in DCM_EXTRAS if name != "peephole_o"])
         outputs[flag] = Recurrent(dcm)(x)[0]
-    _same(outputs["current"], outputs["previous"])
+    assert_close_ulps(outputs["current"], outputs["previous"])
 
 
 def _dcm_step_by_hand(P, x, h, c, i, f, o, flag):
@@ -500,8 +502,8 @@ def test_record_gates_agrees_with_recurrent(make):
     gates = record_gates(cell, x)
     with torch.no_grad():
         out, state = Recurrent(cell)(x)
-    _same(gates["h"], out)
-    _same(gates["c"][:, -1], state[1][0])
+    assert_close_ulps(gates["h"], out)
+    assert_close_ulps(gates["c"][:, -1], state[1][0])
     # the cell state follows (L4) from the recorded gates
     c_prev = torch.cat([torch.zeros(3, 1, 4), gates["c"][:, :-1]], dim=1)
     c = gates["forget_gate"] * c_prev + gates["input_gate"] * gates["candidate"]

@@ -29,6 +29,7 @@ from rnnbook.models.ntm import (
     shift,
     write,
 )
+from rnnbook.testing import assert_close_ulps
 
 F64 = torch.float64
 
@@ -228,7 +229,7 @@ def test_two_write_heads_commute_and_match_erases_then_adds():
 def test_one_head_with_a_head_axis_equals_one_head_without():
     memory, _, _, _, _, _, w = _random_head(2, 5, 3, seed=3)
     e, a = torch.rand(2, 3, dtype=F64), torch.randn(2, 3, dtype=F64)
-    _same(write(memory, w[:, None], e[:, None], a[:, None]), write(memory, w, e, a))
+    assert_close_ulps(write(memory, w[:, None], e[:, None], a[:, None]), write(memory, w, e, a))
 
 
 # --- content addressing (N4)-(N5) and spec test 2 ---------------------------------------------
@@ -563,9 +564,9 @@ def test_ntm_loop_equals_stepping_the_cell():
         y, state, extras = cell(x[:, t], state, return_internals=True)
         expected.append(y)
         for name, value in extras.items():
-            _same(internals[name][:, t], value, msg=f"{name} at t = {t}")
-    _same(logits, torch.stack(expected, 1))
-    _same(final.memory, state.memory)
+            assert_close_ulps(internals[name][:, t], value, msg=f"{name} at t = {t}")
+    assert_close_ulps(logits, torch.stack(expected, 1))
+    assert_close_ulps(final.memory, state.memory)
 
 
 def test_internals_shapes_and_meaning():
