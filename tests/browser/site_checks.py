@@ -445,6 +445,57 @@ _HEADINGS_JS = """
 """
 
 
+# What a reader must never see on a page: the build machine's traces.
+# - a Python warning in a cell's output (UserWarning, DeprecationWarning, ... or a
+#   "file.py:12: ...Warning:" line): a chapter must not run into one;
+# - an absolute path of the build machine, in an output or in the text (a relative path
+#   such as checkpoints/ntm-copy.pt is fine; a URL's path is not a file path);
+# - an internal hash: a SHA-256 or a git commit, whole or cut short ("e433f285928b…").
+PYTHON_WARNING = re.compile(r"\b[A-Z]\w*Warning\b(?::|\s*\()|warnings\.warn\(")
+ABSOLUTE_PATH = re.compile(
+    r"(?<![\w.:/~-])/(?:work|root|home|tmp|usr|opt|var|srv|mnt|Users|content|private)/"
+    r"[^\s'\"<>),;]*"
+    r"|\b[A-Z]:\\[^\s'\"<>]+"
+)
+# 12 or more hexadecimal digits with at least one letter a-f and one digit 0-9, alone
+HEX_HASH = re.compile(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{12,}(?![\w-])")
+
+_TEXT_JS = """
+() => {
+  const article = document.querySelector('article') || document.body;
+  const outputs = [...article.querySelectorAll('.cell_output')].map(e => e.innerText);
+  const clone = article.cloneNode(true);
+  clone.querySelectorAll('.cell_input, script, style, template').forEach(e => e.remove());
+  return {outputs, text: clone.innerText};
+}
+"""
+
+
+def _excerpt(text: str, match: re.Match) -> str:
+    start, end = max(0, match.start() - 40), min(len(text), match.end() + 40)
+    return " ".join(text[start:end].split())
+
+
+def check_clean(visit: Visit) -> list[str]:
+    """No Python warning in an output; no absolute machine path, no internal hash on the page.
+
+    Cell outputs and the page's text are read as a reader sees them (``innerText``); the
+    code of the cells is left out, since code may name a function ``warn`` or a hash
+    function.
+    """
+    found = visit.page.evaluate(_TEXT_JS)
+    problems = []
+    for index, output in enumerate(found["outputs"], start=1):
+        for match in PYTHON_WARNING.finditer(output):
+            problems.append(
+                f"cell output #{index} shows a Python warning: {_excerpt(output, match)}"
+            )
+    for pattern, what in ((ABSOLUTE_PATH, "an absolute path"), (HEX_HASH, "an internal hash")):
+        for match in pattern.finditer(found["text"]):
+            problems.append(f"the page shows {what}: {_excerpt(found['text'], match)}")
+    return problems
+
+
 def check_headings(visit: Visit) -> list[str]:
     """In the article: exactly one h1, first; no level skipped on the way down."""
     headings = visit.page.evaluate(_HEADINGS_JS)

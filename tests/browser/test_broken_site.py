@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from site_checks import (
+    check_clean,
     check_console,
     check_headings,
     check_images,
@@ -161,6 +162,31 @@ def dark_math_unreadable(site: Path, html: str) -> str:
     return html.replace("</head>", style + "</head>")
 
 
+def _output(text: str, stream: str = "stdout") -> str:
+    """A cell output as myst-nb renders one, holding ``text``."""
+    kind = "stream" if stream == "stdout" else "stderr"
+    return (
+        '<div class="cell docutils container"><div class="cell_output docutils container">'
+        f'<div class="output {kind} highlight-myst-ansi notranslate"><div class="highlight">'
+        f"<pre><span></span>{text}</pre></div></div></div></div>"
+    )
+
+
+def python_warning(site: Path, html: str) -> str:
+    warning = (
+        "rnnbook/checkpoints.py:140: UserWarning: checkpoint 'ntm-copy' was made by other code"
+    )
+    return after_h1(html, _output(warning, "stderr"))
+
+
+def machine_path(site: Path, html: str) -> str:
+    return after_h1(html, _output("loaded /work/main/checkpoints/ntm-copy.pt"))
+
+
+def internal_hash(site: Path, html: str) -> str:
+    return after_h1(html, _output("weights e433f285928b1f5b83bfc6e2 at commit 2daeda020e00…"))
+
+
 def book_css_missing(site: Path, html: str) -> str:
     """Without rnnbook.css the theme puts a light card behind the grey figures in dark mode."""
     return re.sub(r'<link[^>]*href="[^"]*rnnbook\.css[^"]*"[^>]*/?>', "", html)
@@ -199,6 +225,9 @@ CASES = [
     Case("slider-alt-removed", "content", ("LinkModel", "HTMLModel"), slider_alt_removed, lambda v, c, l: check_images(v), r"widget image #\d+ has neither alt text nor a caption: data:image/png"),
     Case("dark-math-unreadable", "content", ('class="math',), dark_math_unreadable, _theme("dark"), r"dark: math .* contrast"),
     Case("book-css-missing", "content", ("<figure",), book_css_missing, _theme("dark"), r"dark: figure .* contrast"),
+    Case("python-warning", "content", ("<h1",), python_warning, lambda v, c, l: check_clean(v), r"cell output #\d+ shows a Python warning: .*UserWarning"),
+    Case("machine-path", "content", ("<h1",), machine_path, lambda v, c, l: check_clean(v), r"an absolute path: .*/work/main/checkpoints"),
+    Case("internal-hash", "content", ("<h1",), internal_hash, lambda v, c, l: check_clean(v), r"an internal hash: .*e433f285928b"),
     Case("no-mathjax", "no-state", ('class="math',), no_mathjax, lambda v, c, l: check_math(v), r"math elements but no MathJax output"),
     Case("widget-state-missing", "no-state", ("widget-view+json",), widget_state_missing, lambda v, c, l: check_widgets(v), r"has no saved state"),
     Case("widget-not-rendered", "no-state", ("widget-view+json",), widget_state_missing, lambda v, c, l: check_widgets(v), r"did not render"),

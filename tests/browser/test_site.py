@@ -13,6 +13,7 @@ import yaml
 from known_issues import judge
 from site_checks import (
     THEMES,
+    check_clean,
     check_console,
     check_headings,
     check_images,
@@ -40,6 +41,10 @@ def test_images_load_and_have_alt_text_or_caption(visit):
 
 def test_widgets_render_from_saved_state(visit):
     judge(check_widgets(visit), visit.name, "widgets")
+
+
+def test_no_warning_machine_path_or_hash(visit):
+    judge(check_clean(visit), visit.name, "clean")
 
 
 def test_headings_in_order(visit):
