@@ -1,5 +1,6 @@
 """Models, one module per family; ``recurrent`` holds the time loop they share."""
 
+from rnnbook.models.clockwork import CWLSTM, CWRNN
 from rnnbook.models.gru import GRUCell
 from rnnbook.models.lmu import DelayNetwork, LMUCell, ParallelLMU
 from rnnbook.models.lstm import DCMCell, LSTMCell, StackedLSTM, record_gates
@@ -8,6 +9,8 @@ from rnnbook.models.recurrent import Recurrent, RecurrentModel, hidden_of, unrol
 from rnnbook.models.srn import SRN, SRNCell, math_parameters
 
 __all__ = [
+    "CWLSTM",
+    "CWRNN",
     "DCMCell",
     "DelayNetwork",
     "GRUCell",

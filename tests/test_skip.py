@@ -1,0 +1,126 @@
+"""rnnbook.skip: the skip update, the three families of decisions, the clock, the update rate."""
+
+import math
+
+import pytest
+import torch
+
+from rnnbook import skip
+
+
+def test_a_skipped_unit_keeps_its_state_exactly_and_an_updated_one_takes_the_candidate():
+    previous = torch.randn(3, 4, dtype=torch.float64)
+    candidate = torch.randn(3, 4, dtype=torch.float64)
+    update = torch.tensor([1.0, 0.0, 1.0, 0.0], dtype=torch.float64)
+    h = skip.skip_update(candidate, previous, update)
+    assert torch.equal(h[:, [1, 3]], previous[:, [1, 3]])  # a copy: bitwise
+    assert torch.equal(h[:, [0, 2]], candidate[:, [0, 2]])
+
+
+def test_the_gradient_through_a_skipped_step_is_the_identity():
+    previous = torch.randn(2, 3, dtype=torch.float64)
+    update = torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
+    jac = torch.autograd.functional.jacobian(
+        lambda p: skip.skip_update(torch.tanh(p @ torch.eye(3, dtype=p.dtype)), p, update),
+        previous,
+    )
+    for j in (0, 2):  # skipped units: d h_t / d h_{t-1} is 1 on itself, 0 elsewhere
+        assert jac[0, j, 0, j] == 1 and jac[0, j].abs().sum() == 1
+
+
+@pytest.mark.parametrize(
+    "periods, u_inf, u_35",
+    [
+        ((1, 2, 4, 8, 16, 32, 64, 128), 0.2490, 0.2643),
+        ((1, 4, 16, 64), 0.3320, 0.3429),
+        ((1, 2, 4, 8, 12), 0.3917, 0.4000),
+        ((1, 2, 3, 4, 5), 0.4567, 0.4629),
+        ((1, 1, 2, 4, 8), 0.5750, 0.5829),
+        ((1, 1, 1, 1, 1), 1.0, 1.0),
+        ((1, 2, 4, 8), 0.4688, 0.4786),
+    ],
+)
+def test_update_rates_of_the_source_period_sets(periods, u_inf, u_35):
+    assert skip.asymptotic_update_rate(periods) == pytest.approx(u_inf, abs=5e-5)
+    assert skip.window_update_rate(periods, 35) == pytest.approx(u_35, abs=5e-5)
+
+
+def test_the_clock_ticks_when_t_plus_t0_is_a_multiple_of_the_period():
+    periods = (1, 2, 3, 8)
+    for t0 in (0, 1, 5):
+        ticks = skip.clock(periods, 30, t0)
+        for t in range(30):
+            for m, T in enumerate(periods):
+                assert bool(ticks[t, m]) == ((t + t0) % T == 0)
+    assert torch.equal(skip.clock(periods, 50, skip.lcm(periods)), skip.clock(periods, 50, 0))
+
+
+def test_update_rate_on_hand_made_decisions():
+    d = torch.tensor([[[1, 0], [0, 0]], [[1, 1], [1, 0]]])  # (B=2, L=2, H=2): 4 of 8
+    assert skip.update_rate(d) == 0.5
+    valid = torch.tensor([[[1], [0]], [[1], [1]]])  # the first sequence has one step
+    assert skip.update_rate(d, valid) == pytest.approx(4 / 6)
+    assert skip.update_rate(torch.ones(3, 5, 7)) == 1.0
+
+
+def test_the_update_rate_of_a_clock_is_its_window_rate():
+    periods, H, L = (1, 2, 4, 8), 16, 35
+    units = skip.clock(periods, L)[:, skip.module_of_unit(H, len(periods))]
+    assert skip.update_rate(units) == pytest.approx(skip.window_update_rate(periods, L))
+
+
+def test_bernoulli_decisions_update_at_rate_p():
+    g = torch.Generator().manual_seed(0)
+    u = skip.bernoulli_decision((200, 500), 0.3, generator=g)
+    assert abs(skip.update_rate(u) - 0.3) < 0.01
+    assert torch.equal(
+        u, skip.bernoulli_decision((200, 500), 0.3, torch.Generator().manual_seed(0))
+    )
+
+
+def test_the_threshold_decision_passes_the_gradient_straight_through():
+    score = torch.tensor([0.2, 0.9, 1.5], requires_grad=True)
+    u = skip.threshold_decision(score, 1.0)
+    assert u.tolist() == [0.0, 0.0, 1.0]
+    (u * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert score.grad.tolist() == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.parametrize("M", [1, 2, 4, 8])
+def test_the_uni_mask_keeps_m_plus_1_over_2m_of_the_weights(M):
+    mask = skip.connectivity_mask(8 * M, M, "uni")
+    assert mask.mean().item() == pytest.approx((M + 1) / (2 * M))
+    assert skip.connectivity_mask(8 * M, M, "bi").mean() == 1
+
+
+def test_the_uni_mask_lets_a_module_read_itself_and_slower_modules_only():
+    mask = skip.connectivity_mask(6, 3, "uni")  # modules of 2 units
+    # row = destination, column = source: module 0 reads 0, 1, 2; module 2 reads only 2
+    assert mask[0].tolist() == [1, 1, 1, 1, 1, 1]
+    assert mask[5].tolist() == [0, 0, 0, 0, 1, 1]
+    assert mask[2].tolist() == [0, 0, 1, 1, 1, 1]
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: skip.clock((2, 1), 5), "not decrease"),
+        (lambda: skip.clock((1, 0), 5), "positive integer"),
+        (lambda: skip.clock((), 5), "at least one module"),
+        (lambda: skip.clock((1, 2), 5, t0=-1), "t0"),
+        (lambda: skip.module_of_unit(10, 3), "equal modules"),
+        (lambda: skip.connectivity_mask(4, 2, "full"), "connectivity"),
+        (lambda: skip.update_rate(torch.tensor([0.5, 1.0])), "0 \\(skip\\) or 1"),
+        (lambda: skip.update_rate(torch.ones(2), torch.zeros(2)), "no step"),
+        (lambda: skip.bernoulli_decision((2,), 1.5), "\\[0, 1\\]"),
+        (lambda: skip.skip_update(torch.ones(2, 3), torch.ones(2, 4), torch.ones(3)), "one shape"),
+        (lambda: skip.skip_update(torch.ones(2, 3), torch.ones(2, 3), torch.ones(4)), "broadcast"),
+    ],
+)
+def test_bad_arguments_are_refused_with_a_clear_message(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_lcm_of_periods():
+    assert skip.lcm((1, 2, 3, 4, 5)) == 60 == math.lcm(1, 2, 3, 4, 5)
