@@ -5,6 +5,8 @@ Shapes are batch-first: inputs ``(B, T, d_x)``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
@@ -178,3 +180,21 @@ def copy_task(
     x[:, :L, :width] = bits
     x[:, L, width] = 1.0  # the delimiter
     return x, bits
+
+
+def sum_of_sines(L: int = 256, components=((4, 1.0, 0.0), (12, 0.5, 0.3), (32, 0.25, 1.1))):
+    """Chapter 5's generation target: a sum of sines rescaled to [-1, 1], shape (L,) float64.
+
+    Each component ``(cycles, amplitude, phase)`` adds ``amplitude * sin(2π cycles t / L +
+    phase)``, t = 0..L-1; the default has periods of 64, 21.3 and 8 steps at L = 256, the
+    first one dominant. The sum is then mapped linearly onto [-1, 1] (min to -1, max to 1).
+    """
+    check_positive_int(L, "L")
+    t = torch.arange(L, dtype=torch.float64)
+    y = torch.zeros(L, dtype=torch.float64)
+    for cycles, amplitude, phase in components:
+        y += amplitude * torch.sin(2 * math.pi * cycles * t / L + phase)
+    low, high = y.min(), y.max()
+    if high == low:
+        raise ValueError("the components sum to a constant; nothing to rescale")
+    return 2 * (y - low) / (high - low) - 1
