@@ -574,3 +574,16 @@ def test_fit_trains_over_epoch_batches():
         progress=False,
     )
     assert history.steps == 120 and history.loss[-1] < 0.01 * history.loss[0]
+
+
+def test_stream_loss_is_the_length_weighted_mean_over_chunks_with_the_state_carried():
+    from rnnbook.train import stream_loss
+
+    class Running(torch.nn.Module):  # output = running sum of the inputs: it needs the state
+        def forward(self, x, state):
+            total = x.cumsum(1) + (0 if state is None else state)
+            return total, total[:, -1:]
+
+    x = torch.ones(1, 5, 1)
+    loss = stream_loss(Running(), x, torch.zeros(1, 5, 1), 2, lambda o, y: (o - y).mean())
+    assert loss == pytest.approx((1 + 2 + 3 + 4 + 5) / 5)

@@ -302,3 +302,39 @@ def tbptt_loop(
         losses.append(loss.item())
         state = _detach(carry(new_state))
     return losses, state
+
+
+@torch.no_grad()
+def stream_loss(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    k: int,
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    state=None,
+    carry: Callable = lambda state: state,
+) -> float:
+    """The mean of ``loss_fn`` over a whole stream, chunk by chunk as :func:`tbptt_loop`
+    trains on it (the state carried from chunk to chunk), without gradients.
+
+    Chunks are weighted by their length, so a short last chunk counts for what it holds.
+    For a language model with a per-token cross-entropy, ``exp`` of this is the perplexity.
+    """
+    check_positive_int(k, "k")
+    if x.dim() < 2 or y.dim() < 2 or x.shape[:2] != y.shape[:2]:
+        raise ValueError(
+            "x and y must be batch-first streams (B, N, ...) with the same B and N, "
+            f"got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
+    was_training = model.training
+    model.eval()
+    total, steps = 0.0, 0
+    for start in range(0, x.shape[1], k):
+        output, new_state = model(x[:, start : start + k], state)
+        n = x[:, start : start + k].shape[1]
+        total += float(loss_fn(output, y[:, start : start + k])) * n
+        steps += n
+        state = carry(new_state)
+    model.train(was_training)
+    return total / steps

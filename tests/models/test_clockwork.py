@@ -184,3 +184,16 @@ def test_the_forget_bias_starts_at_two():
 def test_bad_arguments_are_refused_with_a_clear_message(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm"])
+def test_the_language_model_carries_its_state_across_windows(cell):
+    from rnnbook.models.clockwork import ClockworkLM
+
+    torch.manual_seed(0)
+    model = ClockworkLM(50, 10, (1, 2), cell=cell).double()
+    tokens = torch.randint(0, 50, (2, 7))
+    logits, state = model(tokens)
+    assert logits.shape == (2, 7, 50)
+    again, _ = model(tokens, state)
+    assert not torch.equal(again, logits)  # the carried state matters

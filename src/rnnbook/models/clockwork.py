@@ -286,3 +286,42 @@ class CWLSTM(_Clockwork):
             f"d_x={self.input_size}, H={self.hidden_size}, periods={self.periods}, "
             f"skip_target={self.skip_target!r}, connectivity={self.connectivity!r}"
         )
+
+
+class ClockworkLM(nn.Module):
+    """A word-level language model: an embedding, a Clockwork core, its read-out over words.
+
+    ``cell="rnn"`` takes a :class:`CWRNN`, ``cell="lstm"`` a :class:`CWLSTM` with
+    ``skip_target``. ``forward(tokens, state=None)`` takes ids (B, L) and returns
+    ``(logits, state_L)``, logits (B, L, V). The clock restarts at every call (t0 = 0: all
+    modules tick at the window's first word), while the state is carried from window to
+    window by the caller (``rnnbook.train.tbptt_loop``).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        H: int,
+        periods: Sequence[int],
+        connectivity: str = "uni",
+        cell: str = "rnn",
+        skip_target: str = "c",
+        embedding: int | None = None,
+    ):
+        super().__init__()
+        check_positive_int(vocab_size, "vocab_size")
+        check_choice(cell, "cell", ("rnn", "lstm"))
+        embedding = H if embedding is None else embedding
+        self.embedding = nn.Embedding(vocab_size, embedding)
+        nn.init.uniform_(self.embedding.weight, -0.1, 0.1)
+        if cell == "rnn":
+            self.core = CWRNN(embedding, H, vocab_size, periods, connectivity=connectivity)
+        else:
+            self.core = CWLSTM(
+                embedding, H, vocab_size, periods, skip_target, connectivity=connectivity
+            )
+
+    def forward(self, tokens: torch.Tensor, state=None):
+        check_tensor(tokens, "tokens", ndim=2)
+        logits, _, state_L = self.core(self.embedding(tokens), state)
+        return logits, state_L
