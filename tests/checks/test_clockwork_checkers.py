@@ -1,0 +1,118 @@
+"""The Clockwork chapter's checkers accept right answers and name each classic mistake."""
+
+import pytest
+import torch
+
+from rnnbook import checks
+from rnnbook.checks import CheckFailed
+
+
+def _rate(periods, L, t0):
+    return sum((t0 + t) % T == 0 for t in range(L) for T in periods) / (len(periods) * L)
+
+
+def test_window_rate_accepts_the_right_answer(capsys):
+    checks.clockwork.window_rate(_rate)
+    assert "✓" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (lambda p, L, t0: 1 - _rate(p, L, t0), "skip rate"),
+        (lambda p, L, t0: sum(1 / T for T in p) / len(p), "endless sequence"),
+        (lambda p, L, t0: _rate(p, L, t0 + 1), "one step late"),  # t counted from 1
+        (lambda p, L, t0: _rate(p, L, 0), "offset t0 is ignored"),
+        (lambda p, L, t0: _rate(p, L, t0) * len(p), "M \\* L"),  # divided by L only
+        (lambda p, L, t0: "0.5", "a number"),
+    ],
+)
+def test_window_rate_names_the_mistake(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        checks.clockwork.window_rate(wrong)
+
+
+def _count(d_x, H, d_y, M, connectivity, recurrent=None, bias=True, readout=True):
+    k = H // M
+    if recurrent is None:
+        recurrent = H * H if connectivity == "bi" else k * k * M * (M + 1) // 2
+    return d_x * H + recurrent + (H if bias else 0) + ((H * d_y + d_y) if readout else 0)
+
+
+def test_cwrnn_parameters_accepts_the_right_answer(capsys):
+    checks.clockwork.cwrnn_parameters(_count)
+    assert "✓" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (lambda d_x, H, d_y, M, c: _count(d_x, H, d_y, M, c, recurrent=H * H), "masked weights"),
+        (
+            lambda d_x, H, d_y, M, c: _count(
+                d_x, H, d_y, M, c, recurrent=None if c == "bi" else (H // M) ** 2 * M * (M - 1) // 2
+            ),
+            "connections to itself",
+        ),
+        (lambda d_x, H, d_y, M, c: _count(d_x, H, d_y, M, c, bias=False), "bias"),
+        (lambda d_x, H, d_y, M, c: _count(d_x, H, d_y, M, c, readout=False), "read-out"),
+    ],
+)
+def test_cwrnn_parameters_names_the_mistake(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        checks.clockwork.cwrnn_parameters(wrong)
+
+
+def _sliced(h, x_proj, W, periods, t):
+    k = h.shape[1] // len(periods)
+    new = h.clone()
+    for m, T in enumerate(periods):
+        if t % T == 0:
+            rows = slice(m * k, (m + 1) * k)
+            new[:, rows] = torch.tanh(x_proj[:, rows] + h @ W[rows].T)
+    return new
+
+
+def _ticking(h, periods, t):
+    k = h.shape[1] // len(periods)
+    return torch.tensor([t % T == 0 for T in periods]).repeat_interleave(k)
+
+
+def test_sliced_step_accepts_the_right_answer(capsys):
+    checks.clockwork.sliced_step(_sliced)
+    assert "✓" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (lambda h, x, W, p, t: torch.tanh(x + h @ W.T), "every module was updated"),
+        (
+            lambda h, x, W, p, t: torch.where(_ticking(h, p, t), torch.tanh(x + h @ W.T), 0.0),
+            "set to zero",
+        ),
+        (lambda h, x, W, p, t: _sliced(h, x, W, p, t + 1), "step t \\+ 1"),
+        (
+            lambda h, x, W, p, t: torch.where(_ticking(h, p, t), torch.tanh(x + h @ W), h),
+            "transposed",
+        ),
+        (  # right numbers on clean weights, but computed whole and then masked
+            lambda h, x, W, p, t: (
+                (m := _ticking(h, p, t).double()) * torch.tanh(x + h @ W.T) + (1 - m) * h
+            ),
+            "idle modules were computed",
+        ),
+        (lambda h, x, W, p, t: h[:, :2], "shape"),
+    ],
+)
+def test_sliced_step_names_the_mistake(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        checks.clockwork.sliced_step(wrong)
+
+
+def test_the_checker_leaves_the_global_random_state_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    checks.clockwork.sliced_step(_sliced)
+    assert torch.equal(torch.rand(3), expected)
