@@ -226,8 +226,8 @@ def sharpen(fn) -> str:
     if not torch.isfinite(out).all() or not torch.isfinite(gamma.grad).all():
         fail(
             "with a one-hot w the result or its gradient with respect to gamma is NaN.",
-            "the rows where w = 0 bring in log 0 = -inf (d(w^gamma)/dgamma = w^gamma log w); "
-            "add a tiny epsilon (1e-12) to w first.",
+            "computed through log w, the rows where w = 0 bring in log 0 = -inf, and the "
+            "gradient 0 * (-inf) is NaN; add a tiny epsilon (1e-12) to w before the logarithm.",
         )
     tests.append("finite gradient with respect to gamma at a one-hot weighting")
     return passed("sharpen", tests)
