@@ -48,8 +48,15 @@ def _shifted_legendre(d, r):
     ]
 
 
-def decode_right(m, r):
+def decode_binomial(m, r):
+    """The explicit sum of (lmu-legendre): right for small d, lost by order 40."""
     return m @ torch.tensor(_shifted_legendre(m.shape[-1], r), dtype=m.dtype)
+
+
+def decode_right(m, r):
+    d = m.shape[-1]
+    weights = [np.polynomial.legendre.legval(2 * r - 1, np.eye(d)[i]) for i in range(d)]
+    return m @ torch.tensor(weights, dtype=m.dtype)
 
 
 def decode_unshifted(m, r):
@@ -89,6 +96,7 @@ def test_a_right_answer_passes(checker, answer, capsys):
         (lmu.fft_memory, lambda u, H: fft_memory_right(u, H).transpose(1, 2), "shape"),
         (lmu.decode, decode_unshifted, "shifted"),
         (lmu.decode, decode_mirrored, "backwards"),
+        (lmu.decode, decode_binomial, "explicit sum over binomials"),  # right for small d only
         (lmu.decode, lambda m, r: -decode_right(m, r), "differs from the read-out"),
         (lmu.decode, lambda m, r: decode_right(m, r).unsqueeze(-1), "shape"),
     ],

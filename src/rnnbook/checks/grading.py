@@ -16,7 +16,8 @@ def fail(what: str, hint: str) -> None:
 
 
 def passed(name: str, tests: list[str]) -> str:
-    message = f"✓ {name}: all {len(tests)} checks passed ({'; '.join(tests)})."
+    what = "the check passed" if len(tests) == 1 else f"all {len(tests)} checks passed"
+    message = f"✓ {name}: {what} ({'; '.join(tests)})."
     print(message)
     return message
 

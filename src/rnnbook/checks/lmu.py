@@ -134,4 +134,15 @@ def decode(fn) -> str:
                 )
             fail(f"decode(m, {r}) differs from the read-out (d = {d}).", "see equation (3.14).")
     tests.append("r = 0.5, 0, 0.3 and 1 for d = 6 and 9, with batch dimensions")
+    d = 48  # high orders: the explicit sum of (lmu-legendre) cancels catastrophically here
+    m = torch.randn(4, d, generator=g, dtype=torch.float64) / d
+    for r in (0.3, 0.7):
+        got = expect_tensor(call(fn, m, r, name="decode"), (4,), f"decode(m, {r}), d = {d}")
+        if not close(got, m @ torch.tensor(legendre_decoder(d, r)), atol=1e-9):
+            fail(
+                f"decode(m, {r}) goes wrong for d = {d} although it is right for d <= 9.",
+                "the explicit sum over binomials loses every digit by order 40 (huge terms of "
+                "alternating sign); evaluate the polynomials with numpy.polynomial.legendre.",
+            )
+    tests.append(f"d = {d}, where the explicit binomial sum cancels")
     return passed("decode", tests)
