@@ -243,6 +243,17 @@ def peephole_flattened(*args):
     return h.reshape(-1), c
 
 
+def peephole_under_no_grad(*args):
+    with torch.no_grad():
+        return peephole_right(*args)
+
+
+def peephole_copied_weights(x_t, h_prev, c_prev, cell):
+    """The right numbers from detached copies of the peepholes: no gradient reaches them."""
+    p = {f"p_{g}": getattr(cell, f"peephole_{g}").detach().clone() for g in "ifo"}
+    return _peephole_with(x_t, h_prev, c_prev, cell, **p)
+
+
 def peephole_crashes(x_t, h_prev, c_prev, cell):
     return x_t @ cell.weight_ih, c_prev  # (B, 3) @ (4H, 3): a shape error
 
@@ -396,7 +407,7 @@ def test_gru_step_rejects_wrong_answers(answer, match, hint, capsys):
 
 def test_peephole_lstm_step_accepts_the_right_answer(capsys):
     message = lstm_gru.peephole_lstm_step(peephole_right)
-    assert message.startswith("✓ peephole_lstm_step: all 3 checks passed")
+    assert message.startswith("✓ peephole_lstm_step: all 4 checks passed")
     assert capsys.readouterr().out == message + "\n"
 
 
@@ -415,6 +426,8 @@ PEEPHOLE_WRONG = {
     "shape": (peephole_flattened, r"h_t should have shape \(5, 4\), got \(20,\)", "batch"),
     "crash": (peephole_crashes, "peephole_lstm_step raised RuntimeError", "run it"),
     "not-implemented": (not_implemented, "peephole_lstm_step is not implemented yet", "raise"),
+    "no-grad": (peephole_under_no_grad, "computed outside autograd", "torch.no_grad"),
+    "copied-peepholes": (peephole_copied_weights, "no gradient reaches", "peephole parameters"),
 }
 
 

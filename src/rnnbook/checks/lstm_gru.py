@@ -92,6 +92,21 @@ def peephole_lstm_step(fn) -> str:
                 "the output gate peeks at the *new* cell state c_t, which you just computed.",
             )
     tests += ["c_t against (P1)-(P3)", "h_t against (P4)-(P5)", "batches of 5 and 1"]
+    # A step is only useful for training if the gradient flows to the peepholes.
+    out = call(fn, x_t, h_prev, c_prev, cell, name="peephole_lstm_step")
+    peepholes = [p for name, p in cell.named_parameters() if "peephole" in name]
+    if not all(isinstance(v, torch.Tensor) and v.requires_grad for v in out):
+        fail(
+            "h_t and c_t carry no gradient: the step was computed outside autograd.",
+            "compute with the cell's parameters directly, without torch.no_grad() or .detach().",
+        )
+    grads = torch.autograd.grad(out[0].sum() + out[1].sum(), peepholes, allow_unused=True)
+    if any(g is None or not torch.isfinite(g).all() or g.abs().sum() == 0 for g in grads):
+        fail(
+            "no gradient reaches some peephole weights.",
+            "use the cell's peephole parameters themselves, not copies of their values.",
+        )
+    tests.append("the gradient reaches every peephole")
     return passed("peephole_lstm_step", tests)
 
 
