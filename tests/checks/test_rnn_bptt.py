@@ -219,8 +219,11 @@ def test_vanishing_accepts_tensors():
         (VANISHING_W, VANISHING_X[:10], r"shape \(T, 2\) with T >= 50, got \(10, 2\)"),
         (VANISHING_W, [10.0] * 50, r"shape \(T, 2\) with T >= 50, got \(50,\)"),
         ([[2.0, 0.0, 0.0]] * 3, VANISHING_X, r"W_hh should have shape \(2, 2\)"),
+        # nilpotent: sigma_max = 2 but W^2 = 0, so even the template's zero input "works"
+        ([[0.0, 2.0], [0.0, 0.0]], [[0.0, 0.0]] * 50, "vanishes on its own"),
+        ([[0.5, 2.0], [0.0, 0.5]], [[0.0, 0.0]] * 50, "spectral radius is below 1"),
     ],
-    ids=["no-saturation", "small-weights", "short", "1-D x", "3x3 W"],
+    ids=["no-saturation", "small-weights", "short", "1-D x", "3x3 W", "nilpotent", "contracting"],
 )
 def test_vanishing_rejects_wrong_answers(W_hh, x, match):
     _fails(rnn_bptt.vanishing_despite_large_weights, W_hh, x, match=match)

@@ -135,6 +135,14 @@ def vanishing_despite_large_weights(W_hh, x) -> str:
     sigma = float(torch.linalg.matrix_norm(W_hh, ord=2))
     if sigma < 2 - 1e-9:
         fail(f"sigma_max(W_hh) = {sigma:.3g}, the exercise asks for at least 2.", "scale W_hh up.")
+    linear = float(torch.linalg.matrix_norm(torch.linalg.matrix_power(W_hh, x.shape[0]), ord=2))
+    if linear < 1:
+        fail(
+            f"W_hh vanishes on its own: ||W_hh^T|| = {linear:.3g} after T = {x.shape[0]} steps "
+            "even without tanh (its spectral radius is below 1).",
+            "choose a W_hh whose powers do not shrink (spectral radius >= 1), so that only the "
+            "units' saturation can make the gradient vanish.",
+        )
     h0 = torch.zeros(2, dtype=torch.float64, requires_grad=True)
     h = h0
     for t in range(x.shape[0]):
