@@ -137,7 +137,11 @@ def test_srn_step_accepts_the_right_answer(capsys):
     [
         (srn_step_ignores_state, "ignores the previous state"),
         (srn_step_linear, "no nonlinearity"),
-        (srn_step_transposed, "differs from \\(R1\\)-\\(R2\\)"),
+        (srn_step_transposed, "in the recurrent term"),
+        (lambda x, h, Wx, Wh, b: torch.tanh(x @ Wx.T + h @ Wh.T), "in the bias"),
+        (lambda x, h, Wx, Wh, b: torch.tanh(x @ Wx.T + h @ Wh.T) + b, "inside the tanh"),
+        (lambda x, h, Wx, Wh, b: torch.relu(x @ Wx.T + h @ Wh.T + b), "uses tanh"),
+        (lambda x, h, Wx, Wh, b: torch.tanh(x @ Wx.T - h @ Wh.T + b), "term by term"),
         (srn_step_untransposed_input, "srn_step raised RuntimeError"),
         (srn_step_detached, "no gradient flows"),
         (srn_step_returns_numpy, "should be a torch.Tensor, got ndarray"),

@@ -35,12 +35,26 @@ def srn_step(fn) -> str:
             only_input = _reference_step(x_t, torch.zeros_like(h_prev), W_xh, W_hh, b_h)
             if close(out, only_input):
                 fail("h_t ignores the previous state.", "(R1) has a recurrent term in h_{t-1}.")
-            if close(out, x_t @ W_xh.T + h_prev @ W_hh.T + b_h):
+            pre = x_t @ W_xh.T + h_prev @ W_hh.T + b_h
+            if close(out, pre):
                 fail("h_t has the right pre-activation but no nonlinearity.", "apply (R2).")
+            diagnoses = [
+                (torch.tanh(x_t @ W_xh.T + h_prev @ W_hh + b_h), "the recurrent term",
+                 "W_hh is (d_h, d_h) in torch's layout: the term is h_{t-1} @ W_hh.T."),
+                (torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T), "the bias",
+                 "(R1) adds b_h inside the nonlinearity."),
+                (torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T) + b_h, "the bias",
+                 "b_h goes inside the tanh, not after it."),
+                (torch.relu(pre), "the nonlinearity", "this chapter's SRN uses tanh in (R2)."),
+                (torch.sigmoid(pre), "the nonlinearity", "this chapter's SRN uses tanh in (R2)."),
+            ]  # fmt: skip
+            for wrong, part, hint in diagnoses:
+                if close(out, wrong):
+                    fail(f"h_t differs from (R1)-(R2) in {part}.", hint)
             fail(
                 f"h_t differs from (R1)-(R2) for a batch of {B} (max error "
                 f"{(out - want).abs().max():.3g}).",
-                "W_xh has shape (d_h, d_x): in row-major code the input term is x_t @ W_xh.T.",
+                "compare term by term with (R1): x_t @ W_xh.T, h_{t-1} @ W_hh.T, b_h; then tanh.",
             )
     tests.append("shapes for batches of 5 and 1")
     tests.append("values against (R1)-(R2)")
