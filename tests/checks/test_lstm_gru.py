@@ -382,11 +382,16 @@ GRU_STEP_WRONG = {
     "cho": (gru_step_cho, "follows the 'cho' convention", "applies r after the recurrent"),
     "gate-order": (
         gru_step_gate_order_swapped,
-        "differs from nn.GRU for a batch of 5",
+        r"reads the gates in the order \(z, r, n\)",
         r"\(r, z, n\)",
     ),
-    # Right reset placement, wrong z: neither 'seed' nor 'cho', so only the generic hint.
-    "z-swapped": (gru_step_z_swapped_reset_after, "differs from nn.GRU for a batch of 5", "chunk"),
+    # Right reset placement, wrong z: neither 'seed' nor 'cho', but named all the same.
+    "z-swapped": (gru_step_z_swapped_reset_after, "z gate the new candidate", r"\*old\* state"),
+    "minus-h": (
+        lambda x, h, *w: gru_step_right(x, -h, *w),
+        "differs from nn.GRU for a batch of 5",
+        "term by term",
+    ),
     "detached": (gru_step_detached, "no gradient flows from h_t back to weight_hh", r"\.detach"),
     "transposed": (gru_step_transposed, r"h_t should have shape \(5, 4\), got \(4, 5\)", "x @ W.T"),
     "squeezed": (gru_step_squeezed, r"h_t should have shape \(1, 4\), got \(4,\)", "batch"),

@@ -45,10 +45,31 @@ def gru_step(fn) -> str:
             other.load_state_dict(reference.state_dict())
             if close(out, other(x_t, h_prev).detach()):
                 fail(f"h_t follows the {variant!r} convention, not nn.GRU's.", hint)
+        swapped = GRUCell(d_x, H).double()  # the same weights with the r and z rows swapped
+        with torch.no_grad():
+            for mine, theirs in zip(swapped.parameters(), reference.parameters()):
+                r, z, n = theirs.chunk(3)
+                mine.copy_(torch.cat([z, r, n]))
+        flipped = GRUCell(d_x, H).double()  # z <-> 1 - z: the z rows negated
+        with torch.no_grad():
+            for mine, theirs in zip(flipped.parameters(), reference.parameters()):
+                r, z, n = theirs.chunk(3)
+                mine.copy_(torch.cat([r, -z, n]))
+        if close(out, flipped(x_t, h_prev).detach()):
+            fail(
+                "h_t lets z gate the new candidate: h_t = (1 - z) * h_prev + z * n.",
+                "nn.GRU lets z keep the *old* state: h_t = (1 - z) * n + z * h_prev.",
+            )
+        if close(out, swapped(x_t, h_prev).detach()):
+            fail(
+                "h_t reads the gates in the order (z, r, n).",
+                "the rows of weight_ih are stacked (r, z, n): use .chunk(3) and keep that order.",
+            )
         fail(
             f"h_t differs from nn.GRU for a batch of {B} (max error "
             f"{(out - want).abs().max():.3g}).",
-            "the rows of weight_ih are stacked (r, z, n): use .chunk(3) and keep that order.",
+            "compare with nn.GRU's equations term by term: r and z from both biases, "
+            "n = tanh(W_n x + b_in + r * (U_n h + b_hn)), h = (1 - z) * n + z * h_prev.",
         )
     tests.append("values against nn.GRU for batches of 5 and 1")
     W = weights[1].clone().requires_grad_(True)
