@@ -33,6 +33,13 @@ def fft_memory_right(u, H):
     return m[..., :n].transpose(1, 2)
 
 
+def _fft_untruncated(u, H):
+    """Zero-padded to 2n (right) but never cut back to n steps."""
+    n = u.shape[1]
+    m = torch.fft.irfft(torch.fft.rfft(u, n=2 * n)[:, None] * torch.fft.rfft(H, n=2 * n), n=2 * n)
+    return m.transpose(1, 2)
+
+
 def fft_memory_circular(u, H):
     n = u.shape[1]
     return torch.fft.irfft(torch.fft.rfft(u, n=n)[:, None] * torch.fft.rfft(H, n=n), n=n).transpose(
@@ -92,6 +99,12 @@ def test_a_right_answer_passes(checker, answer, capsys):
         (lmu.euler_min_theta, lambda d: 4 * d, "spectral radius"),
         (lmu.euler_min_theta, lambda d: 0.0, "spectral radius"),
         (lmu.fft_memory, fft_memory_circular, "wraps around"),
+        (lmu.fft_memory, lambda u, H: _fft_untruncated(u, H), "not cut back"),
+        (
+            lmu.ema_window,
+            lambda theta: math.ceil(math.log(0.05) / math.log(1 - 1 / theta)) if theta > 1 else 3,
+            "Euler step",
+        ),
         (lmu.fft_memory, lambda u, H: 2 * fft_memory_right(u, H), "differ from the loop"),
         (lmu.fft_memory, lambda u, H: fft_memory_right(u, H).transpose(1, 2), "shape"),
         (lmu.decode, decode_unshifted, "shifted"),
