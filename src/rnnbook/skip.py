@@ -2,15 +2,15 @@
 
 Every model of Chapters 5-9 is a recurrent network that sometimes keeps its state instead of
 updating it. With the candidate state ``h̃_t`` of its ordinary step and an update decision
-``u_t`` in {0, 1} (per layer, per unit, or per module and shared by the module's units),
+``b_t`` in {0, 1} (per layer, per unit, or per module and shared by the module's units),
 
-    h_t = u_t ⊙ h̃_t + (1 − u_t) ⊙ h_{t−1}                                    (skip-update)
+    h_t = b_t ⊙ h̃_t + (1 − b_t) ⊙ h_{t−1}                                    (skip-update)
 
 Only the decision differs from chapter to chapter; it belongs to one of three families:
 
-* **random**: ``u_t ~ Bernoulli(p)``, drawn afresh at every step (zoneout, Chapter 7):
+* **random**: ``b_t ~ Bernoulli(p)``, drawn afresh at every step (zoneout, Chapter 7):
   :func:`bernoulli_decision`;
-* **constrained**: a fixed rule, such as the clock ``u_t = [t mod T = 0]`` of the Clockwork
+* **constrained**: a fixed rule, such as the clock ``b_t = [t mod T = 0]`` of the Clockwork
   RNN (Chapter 5): :func:`clock`;
 * **adaptive**: a rule the network learns, such as a threshold on a score (surprisal in
   Chapter 6, attention in Chapter 9), trained through the straight-through estimator:
@@ -20,7 +20,7 @@ On a skipped step the Jacobian ``∂h_t/∂h_{t−1}`` of the skipped units is t
 gradients cross a run of skips unchanged. The **update rate** (:func:`update_rate`) is the
 share of the possible updates that happened,
 
-    u = Σ_{n,t,j} [u_{n,t}^{(j)} = 1] / (N · L · |h|)                           (skip-rate)
+    u = Σ_{n,t,j} [b_{n,t}^{(j)} = 1] / (N · L · |h|)                           (skip-rate)
 
 over sequences n, steps t and units j; a plain RNN has u = 1, and 1 − u is the skip rate.
 Every chapter reports it with :func:`update_rate`, so their tables compare.
