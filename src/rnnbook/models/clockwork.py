@@ -131,17 +131,17 @@ class CWRNN(_Clockwork):
                 f"h0 must have shape (B, H) = ({B}, {self.hidden_size}), got {tuple(h.shape)}"
             )
         act = ACTIVATIONS[self.activation]
-        W = self.weight_hh * self.mask  # (H, H), W[destination, source]
         x_proj = x @ self.weight_ih.T + self.bias  # (B, L, H): every step's input at once
         ticks = clock(self.periods, L, t0)  # (L, M) booleans
         states = []
         if mode == "masked":
+            W = self.weight_hh * self.mask  # (H, H), W[destination, source]
             for t, x_t in enumerate(x_proj.unbind(dim=1)):
                 update = ticks[t][self.module].to(x.dtype)  # (H,)
                 h = skip_update(act(x_t + h @ W.T), h, update)
                 states.append(h)
         else:
-            blocks = self._blocks(W)
+            blocks = self._blocks(self.weight_hh)
             # each module's input at every step, split once (not sliced at every step)
             x_modules = [x_m.unbind(dim=1) for x_m in x_proj.split(self.module_size, dim=2)]
             for t in range(L):
@@ -158,7 +158,9 @@ class CWRNN(_Clockwork):
 
     def _blocks(self, W: torch.Tensor) -> list[torch.Tensor]:
         """Each module's rows of W, only the columns it reads, copied once per sequence: the
-        gradients of all steps then add up in these small blocks, not in the whole matrix."""
+        gradients of all steps then add up in these small blocks, not in the whole matrix.
+        The columns a module reads are exactly the ones the mask keeps, so no mask is needed
+        here, and the masked weights get no gradient."""
         k = self.module_size
         return [
             W[m * k : (m + 1) * k, self._first_source(m) :].clone() for m in range(self.n_modules)
@@ -167,15 +169,14 @@ class CWRNN(_Clockwork):
     def _sliced_step(self, h, x_t, blocks, ticking, act):
         """Compute only the ticking modules' units; the others are the previous state.
 
-        ``x_t`` is the list of the modules' projected inputs at this step."""
-        k, parts = self.module_size, []
+        ``x_t`` is the list of the modules' projected inputs at this step. The state is split
+        into its modules once (one node for autograd, not one slice per idle module)."""
+        parts = list(h.split(self.module_size, dim=1))
         for m, (x_m, W_m, ticks) in enumerate(zip(x_t, blocks, ticking)):
             if ticks:
                 first = self._first_source(m)
                 source = h if first == 0 else h[:, first:]
-                parts.append(act(x_m + source @ W_m.T))
-            else:
-                parts.append(h[:, m * k : (m + 1) * k])
+                parts[m] = act(x_m + source @ W_m.T)
         return torch.cat(parts, dim=1)
 
     def extra_repr(self) -> str:
