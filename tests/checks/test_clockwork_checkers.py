@@ -91,7 +91,7 @@ def test_sliced_step_accepts_the_right_answer(capsys):
             lambda h, x, W, p, t: torch.where(_ticking(h, p, t), torch.tanh(x + h @ W.T), 0.0),
             "set to zero",
         ),
-        (lambda h, x, W, p, t: _sliced(h, x, W, p, t + 1), "step t \\+ 1"),
+        (lambda h, x, W, p, t: _sliced(h, x, W, p, t + 1), "t \\+ 1"),
         (
             lambda h, x, W, p, t: torch.where(_ticking(h, p, t), torch.tanh(x + h @ W), h),
             "transposed",
@@ -116,3 +116,108 @@ def test_the_checker_leaves_the_global_random_state_alone():
     torch.manual_seed(0)
     checks.clockwork.sliced_step(_sliced)
     assert torch.equal(torch.rand(3), expected)
+
+
+# --- the holes a student found (each was accepted or misdiagnosed before) ---------------------
+
+
+def _where_masked(h, x, W, p, t):
+    return torch.where(_ticking(h, p, t), torch.tanh(x + h @ W.T), h)
+
+
+def _index_masked(h, x, W, p, t):
+    new = torch.tanh(x + h @ W.T)
+    idle = ~_ticking(h, p, t)
+    new[:, idle] = h[:, idle]
+    return new
+
+
+def _in_place(h, x, W, p, t):
+    k = h.shape[1] // len(p)
+    for m, T in enumerate(p):
+        if t % T == 0:
+            rows = slice(m * k, (m + 1) * k)
+            h[:, rows] = torch.tanh(x[:, rows] + h @ W[rows].T)
+    return h
+
+
+def _partly_updated(h, x, W, p, t):
+    k, new = h.shape[1] // len(p), h.clone()
+    for m, T in enumerate(p):
+        if t % T == 0:
+            rows = slice(m * k, (m + 1) * k)
+            new[:, rows] = torch.tanh(x[:, rows] + new @ W[rows].T)
+    return new
+
+
+def _powers_of_two(h, x, W, p, t):
+    k, new = h.shape[1] // len(p), h.clone()
+    for m in range(len(p)):
+        if t % 2**m == 0:
+            rows = slice(m * k, (m + 1) * k)
+            new[:, rows] = torch.tanh(x[:, rows] + h @ W[rows].T)
+    return new
+
+
+def _prefix(h, x, W, p, t):
+    k, new = h.shape[1] // len(p), h.clone()
+    n = sum(t % T == 0 for T in p) * k
+    new[:, :n] = torch.tanh(x[:, :n] + h @ W[:n].T)
+    return new
+
+
+def _float32_buffer(h, x, W, p, t):
+    return _sliced(h, x, W, p, t).float()
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (_where_masked, "idle modules were computed"),
+        (_index_masked, "idle modules were computed"),
+        (
+            lambda h, x, W, p, t: (
+                torch.nan_to_num((m := _ticking(h, p, t).double()) * torch.tanh(x + h @ W.T))
+                + (1 - m) * h
+            ),
+            "idle modules were computed",
+        ),  # fmt: skip
+        (_in_place, "changed in place"),
+        (_partly_updated, "partly updated"),
+        (_powers_of_two, "not right"),
+        (_prefix, "not the ones that tick"),
+        (lambda h, x, W, p, t: _sliced(h, x, W, p, t - 1), "step t - 1"),  # "t - 1 or t + 1" at 0
+        (_float32_buffer, "keep h's dtype"),
+    ],
+)
+def test_sliced_step_catches_what_a_student_slipped_through(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        checks.clockwork.sliced_step(wrong)
+
+
+def test_window_rate_catches_what_a_student_slipped_through():
+    table = {((1, 2, 4, 8), 5, 0): 0.55}
+    with pytest.raises(CheckFailed):  # a table of answers
+        checks.clockwork.window_rate(lambda p, L, t0: table.get((p, L, t0), 0.5))
+    unique = lambda p, L, t0: _rate(tuple(set(p)), L, t0)  # noqa: E731
+    with pytest.raises(CheckFailed, match="counted once"):
+        checks.clockwork.window_rate(unique)
+    with pytest.raises(CheckFailed, match="one step early"):
+        checks.clockwork.window_rate(lambda p, L, t0: _rate(p, L, max(t0 - 1, 0)))
+
+
+def test_window_rate_accepts_float32_precision():
+    import numpy as np
+
+    checks.clockwork.window_rate(lambda p, L, t0: np.float32(_rate(p, L, t0)))
+
+
+def test_cwrnn_parameters_catches_a_unit_triangle_and_a_table():
+    per_unit = lambda d_x, H, d_y, M, c: _count(  # noqa: E731
+        d_x, H, d_y, M, c, recurrent=H * H if c == "bi" else H * (H + 1) // 2
+    )
+    with pytest.raises(CheckFailed, match="unit by unit"):
+        checks.clockwork.cwrnn_parameters(per_unit)
+    table = {(1, 64, 1, 8, "uni"): 2497}
+    with pytest.raises(CheckFailed):
+        checks.clockwork.cwrnn_parameters(lambda *args: table.get(args, 0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import random
 
 import numpy as np
 import torch
@@ -27,15 +28,18 @@ def _number(value, what: str) -> float:
 def window_rate(fn) -> str:
     """Exercise: ``fn(periods, L, t0) -> u``, the update rate of one window of L steps."""
     cases = [((1, 2, 4, 8), 5, 0), ((1, 2, 4, 8), 5, 3), ((1, 2, 3, 4, 5), 35, 0),
-             ((1, 3, 7), 10, 6), ((2, 2, 4), 1, 0), ((2, 2, 4), 1, 1)]  # fmt: skip
+             ((1, 3, 7), 10, 6), ((2, 2, 4), 3, 1), ((1, 1, 3), 7, 2), ((2, 2, 4), 1, 0),
+             ((2, 2, 4), 1, 1)]  # fmt: skip
+    g = random.Random(11)  # and a few windows no table of answers can hold
+    for _ in range(4):
+        periods = tuple(sorted(g.choice((1, 2, 3, 4, 6, 9)) for _ in range(g.randint(2, 5))))
+        cases.append((periods, g.randint(2, 40), g.randint(0, 30)))
     for periods, L, t0 in cases:
         want = window_update_rate(periods, L, t0)
         got = _number(call(fn, periods, L, t0, name="window_rate"), "window_rate(...)")
-        if math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-12):
+        if math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
             continue
         where = f"window_rate({periods}, L={L}, t0={t0}) = {got:.4f}"
-        if math.isclose(got, 1 - want, abs_tol=1e-12):
-            fail(f"{where}: that is the skip rate.", "count the updates, not the skips.")
         if math.isclose(got, asymptotic_update_rate(periods), abs_tol=1e-12):
             fail(
                 f"{where}: that is the rate of an endless sequence, not of this window.",
@@ -48,18 +52,34 @@ def window_rate(fn) -> str:
                 f"{where}: the window is one step late.",
                 "the window's first step is clock time t0 itself (t counts from 0).",
             )
+        if math.isclose(got, window_update_rate(periods, L, max(t0 - 1, 0)), abs_tol=1e-12):
+            fail(f"{where}: the window is one step early.", "its first step is clock time t0.")
         ticks = sum((t0 + t) % T == 0 for t in range(L) for T in periods)
-        if math.isclose(got, ticks / L, abs_tol=1e-12) or math.isclose(got, ticks, abs_tol=1e-9):
+        shares = (ticks / L, ticks, ticks / len(periods))
+        if any(math.isclose(got, share, abs_tol=1e-9) for share in shares):
             fail(f"{where} is not a share of all module updates.", "divide by M * L.")
-        fail(f"{where} is not right (expected a number in [0, 1]).", "count the module ticks.")
-    return passed("window_rate", ["six windows, with and without a clock offset"])
+        if 0 < want < 1 and math.isclose(got, 1 - want, abs_tol=1e-12):
+            fail(f"{where}: that is the skip rate.", "count the updates, not the skips.")
+        unique = set(periods)
+        ticks_unique = sum((t0 + t) % T == 0 for t in range(L) for T in unique)
+        if math.isclose(got, ticks_unique / (len(unique) * L), abs_tol=1e-12):
+            fail(f"{where}: modules with the same period were counted once.", "count every module.")
+        outside = "" if 0 <= got <= 1 else " (a rate lies in [0, 1])"
+        fail(f"{where} is not right{outside}.", "count the module ticks over the window's steps.")
+    return passed("window_rate", [f"{len(cases)} windows, with and without a clock offset"])
 
 
 def cwrnn_parameters(fn) -> str:
     """Exercise: ``fn(d_x, H, d_y, M, connectivity) -> count`` of a Clockwork RNN."""
-    # the first case tells the mistakes apart (d_y != 1, H != d_y); later ones add coverage
-    cases = [(7, 15, 7, 5, "uni"), (1, 64, 1, 8, "uni"), (1, 64, 1, 4, "uni"),
+    # the first case tells the mistakes apart (d_y != 1, H != d_y, modules of 4 units)
+    cases = [(7, 20, 7, 5, "uni"), (7, 15, 7, 5, "uni"), (1, 64, 1, 8, "uni"), (1, 64, 1, 4, "uni"),
              (3, 12, 2, 3, "bi"), (5, 30, 4, 6, "uni"), (2, 8, 3, 1, "uni")]  # fmt: skip
+    g = random.Random(12)  # and a few sizes no table of answers can hold
+    for _ in range(4):
+        M = g.randint(1, 7)
+        cases.append(
+            (g.randint(1, 9), M * g.randint(1, 9), g.randint(1, 9), M, g.choice(("uni", "bi")))
+        )
     for d_x, H, d_y, M, connectivity in cases:
         kept = int(connectivity_mask(H, M, connectivity).sum())
         want = d_x * H + kept + H + H * d_y + d_y
@@ -76,12 +96,28 @@ def cwrnn_parameters(fn) -> str:
                 f"{where}: a module's connections to itself are missing.",
                 "module m reads the modules l >= m, itself included.",
             )
+        if connectivity == "uni" and got == want - kept + H * (H + 1) // 2:
+            fail(
+                f"{where}: the mask was taken unit by unit (a triangle of H(H + 1)/2).",
+                "the mask works on whole modules: a module reads all units of the slower ones.",
+            )
         if got in (want - H, want - d_y, want - H - d_y):
             fail(f"{where}: a bias vector is missing.", "count the hidden and the output bias.")
         if got == want - H * d_y - d_y:
             fail(f"{where}: the read-out is missing.", "count the linear read-out too.")
         fail(f"{where}.", "add up input weights, kept recurrent blocks, biases and read-out.")
-    return passed("cwrnn_parameters", ["uni and bi, 1 to 8 modules, the source's 2,497 and 367"])
+    return passed(
+        "cwrnn_parameters", ["uni and bi, 1 to 8 modules, the source's 2,497 and 367, random sizes"]
+    )
+
+
+def _recurrent_flops(fn, *args) -> tuple[object, int]:
+    """Call ``fn`` and count the floating-point operations of its matrix products."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        out = call(fn, *args, name="sliced_step")
+    return out, counter.get_total_flops()
 
 
 @own_random_state
@@ -89,51 +125,80 @@ def sliced_step(fn) -> str:
     """Exercise: ``fn(h, x_proj, W, periods, t) -> h_new``, computing only ticking modules."""
     tests = []
     g = torch.Generator().manual_seed(5)
-    periods, B, M, k = (1, 2, 4, 8), 3, 4, 3
-    H = M * k
-    W = torch.randn(H, H, generator=g, dtype=torch.float64) * connectivity_mask(H, M, "uni")
-    W = W.to(torch.float64) / math.sqrt(H)
-    module = torch.arange(H) // k
-    for t in (0, 1, 2, 4, 6, 8, 12):
-        h = torch.randn(B, H, generator=g, dtype=torch.float64)
-        x_proj = torch.randn(B, H, generator=g, dtype=torch.float64)
-        ticking = torch.tensor([t % T == 0 for T in periods])[module]
-        want = torch.where(ticking, torch.tanh(x_proj + h @ W.T), h)
-        got = expect_tensor(
-            call(fn, h.clone(), x_proj.clone(), W.clone(), periods, t, name="sliced_step"),
-            (B, H),
-            f"sliced_step(..., t={t})",
-        )
-        if torch.allclose(got, want, rtol=1e-12, atol=1e-12):
-            if not torch.equal(got[:, ~ticking], h[:, ~ticking]):
-                fail(f"at t = {t} an idle module's state changed.", "copy the old units exactly.")
-            continue
-        if torch.allclose(got, torch.tanh(x_proj + h @ W.T), atol=1e-12):
-            fail(f"at t = {t} every module was updated.", "a module ticks only when t % T == 0.")
-        if (
-            torch.allclose(got[:, ticking], want[:, ticking], atol=1e-12)
-            and (got[:, ~ticking] == 0).all()
-        ):
-            fail(f"at t = {t} the idle modules were set to zero.", "an idle module keeps its h.")
-        next_tick = torch.tensor([(t + 1) % T == 0 for T in periods])[module]
-        if torch.allclose(got, torch.where(next_tick, torch.tanh(x_proj + h @ W.T), h)):
-            fail(f"at t = {t} the modules of step t + 1 ticked.", "step t ticks if t % T == 0.")
-        if torch.allclose(got, torch.where(ticking, torch.tanh(x_proj + h @ W), h), atol=1e-12):
-            fail(f"at t = {t} W was used transposed.", "torch's layout: h_new = h @ W.T.")
-        fail(f"at t = {t} the new state is not right.", "compute (cw-rnn) for ticking rows.")
-    tests.append("seven clock times against compute-then-mask")
-    # Real skipping: idle modules' rows full of NaN must not matter.
-    t = 2  # modules of period 1 and 2 tick, periods 4 and 8 idle
-    h = torch.randn(B, H, generator=g, dtype=torch.float64)
-    x_proj = torch.randn(B, H, generator=g, dtype=torch.float64)
-    poisoned = W.clone()
-    poisoned[module >= 2] = float("nan")
-    got = call(fn, h.clone(), x_proj.clone(), poisoned, periods, t, name="sliced_step")
-    if torch.isnan(got).any():
-        fail(
-            "the idle modules were computed (their rows of W, set to NaN here, reached the "
-            "result, as NaN * 0 is NaN).",
-            "multiply only the ticking modules' rows of W.",
-        )
-    tests.append("idle modules' rows are never used")
+    B, k = 3, 3
+    cases = [((1, 2, 4, 8), "uni", (0, 1, 2, 4, 6, 8, 12)), ((1, 2, 3, 5), "bi", (3, 5, 6, 10, 15))]
+    for periods, connectivity, times in cases:
+        M = len(periods)
+        H = M * k
+        W = torch.randn(H, H, generator=g, dtype=torch.float64) / math.sqrt(H)
+        W = W * connectivity_mask(H, M, connectivity).double()
+        module = torch.arange(H) // k
+        for t in times:
+            h = torch.randn(B, H, generator=g, dtype=torch.float64)
+            x_proj = torch.randn(B, H, generator=g, dtype=torch.float64)
+            ticking = torch.tensor([t % T == 0 for T in periods])[module]
+            full = torch.tanh(x_proj + h @ W.T)
+            want = torch.where(ticking, full, h)
+            h_given = h.clone()
+            got, flops = _recurrent_flops(fn, h_given, x_proj.clone(), W.clone(), periods, t)
+            where = f"at t = {t} with periods {periods}"
+            got = expect_tensor(got, (B, H), f"sliced_step(..., t={t})")
+            if not torch.equal(h_given, h):
+                fail(
+                    f"{where} the state h passed in was changed in place.",
+                    "build the new state in a new tensor (e.g. h.clone()); the old one is still "
+                    "needed, by the backward pass and by the caller.",
+                )
+            if got.dtype != h.dtype:
+                fail(f"{where} the result is {got.dtype}, the state {h.dtype}.", "keep h's dtype.")
+            if torch.allclose(got, want, rtol=1e-12, atol=1e-12):
+                if not torch.equal(got[:, ~ticking], h[:, ~ticking]):
+                    fail(f"{where} an idle module's state changed.", "copy the old units exactly.")
+                allowed = 2 * B * H * int(ticking.sum())  # the ticking rows against every column
+                if flops > 1.01 * allowed:
+                    fail(
+                        f"{where} the step did {flops} multiply-adds' worth of work; the ticking "
+                        f"modules need at most {allowed}: the idle modules were computed too.",
+                        "multiply only the ticking modules' rows of W; computing everything and "
+                        "keeping the idle units afterwards is masking, not skipping.",
+                    )
+                continue
+            if torch.allclose(got, full, atol=1e-12):
+                fail(f"{where} every module was updated.", "a module ticks only when t % T == 0.")
+            if (
+                torch.allclose(got[:, ticking], want[:, ticking], atol=1e-12)
+                and (got[:, ~ticking] == 0).all()
+            ):
+                fail(f"{where} the idle modules were set to zero.", "an idle module keeps its h.")
+            n_ticking = int(ticking.sum()) // k
+            prefix = module < n_ticking
+            if not torch.equal(prefix, ticking) and torch.allclose(
+                got, torch.where(prefix, full, h), atol=1e-12
+            ):
+                fail(
+                    f"{where} the first {n_ticking} modules were updated, not the ones that tick.",
+                    "the ticking modules form a prefix only when every period divides the next; "
+                    "test each module's own period.",
+                )
+            later, earlier = (
+                torch.tensor([(t + shift) % T == 0 for T in periods])[module] for shift in (1, -1)
+            )
+            for other, name in ((earlier, "t - 1"), (later, "t + 1")):
+                if torch.equal(later, earlier):
+                    name = "t - 1 or t + 1"  # at t = 0 they cannot be told apart
+                if not torch.equal(other, ticking) and torch.allclose(
+                    got, torch.where(other, full, h), atol=1e-12
+                ):
+                    fail(
+                        f"{where} the modules of step {name} ticked.", "step t ticks if t % T == 0."
+                    )
+            if torch.allclose(got, torch.where(ticking, torch.tanh(x_proj + h @ W), h), atol=1e-12):
+                fail(f"{where} W was used transposed.", "torch's layout: h_new = h @ W.T.")
+            fail(
+                f"{where} the new state is not right.",
+                "compute (cw-rnn) for the ticking modules' rows, each against the whole old "
+                "state h (not one already partly updated), and check the ticks against periods.",
+            )
+    tests.append("twelve clock times, a masked and a dense W, periods that are not powers of 2")
+    tests.append("no idle module computed (counted multiply-adds), the given h left unchanged")
     return passed("sliced_step", tests)
