@@ -36,6 +36,13 @@ def test_near_zero_values_are_judged_against_the_scale_of_the_tensor():
         assert_close_ulps(torch.tensor([1e-12, 2.0], dtype=torch.float64), expected)
 
 
+def test_an_infinity_does_not_loosen_the_other_values():
+    expected = torch.tensor([1.0, float("inf")], dtype=torch.float64)
+    assert_close_ulps(expected.clone(), expected)
+    with pytest.raises(AssertionError):
+        assert_close_ulps(torch.tensor([1.5, float("inf")], dtype=torch.float64), expected)
+
+
 def test_numpy_arrays_are_accepted():
     a = np.linspace(0, 1, 5)
     assert_close_ulps(np.nextafter(a, 2.0), a)

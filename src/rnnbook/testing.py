@@ -27,8 +27,12 @@ def assert_close_ulps(actual, expected, ulps: int = ULPS, msg: str | None = None
     """Assert ``actual`` equals ``expected`` up to ``ulps`` units in the last place.
 
     The allowance is ``ulps * eps`` of the dtype, relative to each expected value, with a
-    floor of ``ulps * eps * max(1, max|expected|)`` for values that cancel to near zero.
-    Accepts torch tensors and NumPy arrays (float32 or float64); both must have one dtype.
+    floor of ``ulps * eps * max(1, max|expected|)`` for values that cancel to near zero: their
+    rounding error is that of the terms that cancelled, of the order of the largest value (or
+    of 1, the scale of the book's weights and inputs). The maximum is over the finite expected
+    values, so an infinity cannot loosen the others; infinities must match exactly and NaN
+    fails. Accepts torch tensors and NumPy arrays (float32 or float64); both must have one
+    dtype.
     """
     actual_t = torch.as_tensor(np.asarray(actual)) if not torch.is_tensor(actual) else actual
     expected_t = (
@@ -41,7 +45,8 @@ def assert_close_ulps(actual, expected, ulps: int = ULPS, msg: str | None = None
             f"compare values of one dtype: actual is {actual_t.dtype}, expected {expected_t.dtype}"
         )
     eps = torch.finfo(actual_t.dtype).eps
-    scale = max(1.0, float(expected_t.detach().abs().max())) if expected_t.numel() else 1.0
+    finite = expected_t.detach()[torch.isfinite(expected_t)]
+    scale = max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
     torch.testing.assert_close(
         actual_t, expected_t, rtol=ulps * eps, atol=ulps * eps * scale, msg=msg
     )

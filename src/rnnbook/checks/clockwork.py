@@ -107,7 +107,8 @@ def cwrnn_parameters(fn) -> str:
             fail(f"{where}: the read-out is missing.", "count the linear read-out too.")
         fail(f"{where}.", "add up input weights, kept recurrent blocks, biases and read-out.")
     return passed(
-        "cwrnn_parameters", ["uni and bi, 1 to 8 modules, the source's 2,497 and 367, random sizes"]
+        "cwrnn_parameters",
+        ["uni and bi, 1 to 8 modules, the chapter's 2,497 and 367, random sizes"],
     )
 
 
