@@ -18,7 +18,7 @@ import io
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -445,28 +445,101 @@ _HEADINGS_JS = """
 """
 
 
-# What a reader must never see on a page: the build machine's traces.
-# - a Python warning in a cell's output (UserWarning, DeprecationWarning, ... or a
-#   "file.py:12: ...Warning:" line): a chapter must not run into one;
-# - an absolute path of the build machine, in an output or in the text (a relative path
-#   such as checkpoints/ntm-copy.pt is fine; a URL's path is not a file path);
+# What a reader must never see on a page: the traces of the machine that built it.
+# - a Python warning in a cell's output: a chapter must not run into one. Only outputs are
+#   read for it (stdout, stderr, text/plain, tracebacks, widgets), so prose that explains a
+#   warning and code that calls warnings.warn pass; tqdm's progress bars, on stderr too, pass;
+# - an absolute path of the build machine, in an output or anywhere in the page's text;
 # - an internal hash: a SHA-256 or a git commit, whole or cut short ("e433f285928b…").
-PYTHON_WARNING = re.compile(r"\b[A-Z]\w*Warning\b(?::|\s*\()|warnings\.warn\(")
-ABSOLUTE_PATH = re.compile(
-    r"(?<![\w.:/~-])/(?:work|root|home|tmp|usr|opt|var|srv|mnt|Users|content|private)/"
-    r"[^\s'\"<>),;]*"
-    r"|\b[A-Z]:\\[^\s'\"<>]+"
-)
-# 12 or more hexadecimal digits with at least one letter a-f and one digit 0-9, alone
-HEX_HASH = re.compile(r"(?<![\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{12,}(?![\w-])")
+# The source of the code cells is left out of all three: code may name a warning class, a
+# hash function or a folder, and none of it is output.
 
-_TEXT_JS = """
+# A warning category as Python names it (UserWarning, DeprecationWarning, FutureWarning,
+# RuntimeWarning, a library's TqdmWarning, ...), wherever an output shows one: in the
+# "file.py:12: UserWarning: ..." line Python prints to stderr, a repr, a traceback. Also
+# the base category in that line, the "warnings.warn(" source line Python prints under the
+# warning, and a library's logger.warning in logging's default format ("WARNING:name:...").
+# A plain "Warning:" printed by a chapter itself is the chapter's choice and passes.
+PYTHON_WARNING = re.compile(
+    r"\b[A-Z]\w*Warning\b"
+    r"|:\d+: Warning:"
+    r"|\bwarnings\.warn"
+    r"|^WARNING:[\w.]*:",
+    re.MULTILINE,
+)
+
+# The folders a machine keeps its files in (Linux, macOS, CI runners). The repository's
+# own checkout is added by absolute_path_pattern, wherever it lies.
+MACHINE_ROOTS = (
+    "work", "root", "home", "tmp", "usr", "opt", "var", "srv", "mnt", "etc", "builds",
+    "Users", "Volumes", "private",
+)  # fmt: skip
+
+
+def absolute_path_pattern(checkouts: Iterable[str | Path] = ()) -> re.Pattern:
+    """An absolute path of a machine: under one of MACHINE_ROOTS, on a Windows drive, or in
+    one of ``checkouts`` (the repository's absolute path, say).
+
+    The path must start a word: ``checkpoints/ntm-copy.pt`` and ``runs/tmp/x`` are relative,
+    ``~/work`` is the reader's, a URL's path follows its host (``https://host/home/...``),
+    ``a/b`` in a formula is no root. A ``file://`` URL's path counts.
+    """
+    starts = [f"/{root}" for root in MACHINE_ROOTS]
+    starts += [str(path).rstrip("/\\") for path in checkouts if str(path).strip("/\\")]
+    roots = "|".join(re.escape(start) for start in sorted(starts, key=len, reverse=True))
+    return re.compile(
+        rf"(?:(?<![\w.:/~-])|(?<=file://))(?:{roots})(?![\w-])[^\s'\"<>`),;]*"
+        r"|(?<![\w/\\])[A-Z]:[\\/]\w[^\s'\"<>`),;]*"
+    )
+
+
+ABSOLUTE_PATH = absolute_path_pattern()
+
+# A run of hexadecimal digits with letters and digits both, alone (not part of a word, of
+# an identifier with dashes such as a UUID, nor the digits of a number such as
+# 1.3815510557929751e+20): 12 or more lower-case digits (a SHA-256, a git commit, or either
+# cut to 12), 40 or 64 upper-case ones, or 6 or more cut short with an ellipsis ("2daeda0…").
+HEX_HASH = re.compile(
+    r"(?<![\w.+-])(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*[0-9])"
+    r"(?:[0-9a-f]{12,}(?![\w+-])"  # a hash, whole or cut to 12 digits or more
+    r"|[0-9A-F]{40}(?:[0-9A-F]{24})?(?![\w+-])"  # a git commit or a SHA-256 in capitals
+    r"|[0-9a-f]{6,}(?:…|\.\.\.))"  # cut shorter, with an ellipsis
+)
+
+# The text of the cell outputs, and the rest of the page's text, as it stands in the page:
+# hidden parts too (a closed <details>, an output behind a toggle, which a reader may
+# open). A text node joins the one before it within the same block, else starts a new line,
+# so "UserWarning" and its coloured ": ..." stay together and two table cells do not. Left
+# out: the source of the code cells, scripts and styles (a widget's model id is a hex
+# string), and MathJax's output (the math check's business).
+_CLEAN_JS = """
 () => {
-  const article = document.querySelector('article') || document.body;
-  const outputs = [...article.querySelectorAll('.cell_output')].map(e => e.innerText);
-  const clone = article.cloneNode(true);
-  clone.querySelectorAll('.cell_input, script, style, template').forEach(e => e.remove());
-  return {outputs, text: clone.innerText};
+  const skip = 'script, style, template, noscript, mjx-container, .copybtn';
+  const blocks = 'p, li, dt, dd, td, th, pre, div, h1, h2, h3, h4, h5, h6, summary, figcaption, '
+    + 'caption, blockquote, section, header, footer, nav, aside, table, tr, form, button, label, '
+    + 'details, dialog, article, main, body';
+  const textOf = (root, leaveOut) => {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    let text = '', block = null;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const parent = node.parentElement;
+      if (!parent || parent.closest(skip) || (leaveOut && parent.closest(leaveOut))) continue;
+      const here = parent.closest(blocks);
+      text += (here === block ? '' : '\\n') + node.textContent;
+      block = here;
+    }
+    return text;
+  };
+  const outputs = [...document.querySelectorAll('.cell_output')].map(output => textOf(output, null));
+  // Text a reader meets outside the flow (outputs' figures included): the title, alt
+  // texts, tooltips, labels. An alt text that is the image's own src is the site's link
+  // to its file (Sphinx's default for a figure with a caption), as a URL is.
+  const attributes = [...document.querySelectorAll('[alt], [title], [aria-label]')]
+    .filter(element => !element.closest('.cell_input, ' + skip))
+    .flatMap(element => ['alt', 'title', 'aria-label'].map(name => element.getAttribute(name))
+      .filter(value => value && value !== element.getAttribute('src')));
+  const text = [document.title, textOf(document.body, '.cell_input, .cell_output'), ...attributes];
+  return {outputs, text: text.join('\\n')};
 }
 """
 
@@ -476,23 +549,28 @@ def _excerpt(text: str, match: re.Match) -> str:
     return " ".join(text[start:end].split())
 
 
-def check_clean(visit: Visit) -> list[str]:
-    """No Python warning in an output; no absolute machine path, no internal hash on the page.
+def check_clean(visit: Visit, checkouts: Iterable[str | Path] = ()) -> list[str]:
+    """No Python warning in a cell's output; no absolute path of the build machine and no
+    internal hash in an output or in the rest of the page's text.
 
-    Cell outputs and the page's text are read as a reader sees them (``innerText``); the
-    code of the cells is left out, since code may name a function ``warn`` or a hash
-    function.
+    ``checkouts``: absolute paths that count as the machine's wherever they lie, such as
+    the repository's root (see absolute_path_pattern). The patterns: PYTHON_WARNING,
+    ABSOLUTE_PATH, HEX_HASH.
     """
-    found = visit.page.evaluate(_TEXT_JS)
+    found = visit.page.evaluate(_CLEAN_JS)
+    absolute_path = absolute_path_pattern(checkouts)
     problems = []
     for index, output in enumerate(found["outputs"], start=1):
-        for match in PYTHON_WARNING.finditer(output):
-            problems.append(
-                f"cell output #{index} shows a Python warning: {_excerpt(output, match)}"
-            )
-    for pattern, what in ((ABSOLUTE_PATH, "an absolute path"), (HEX_HASH, "an internal hash")):
+        for pattern, what in (
+            (PYTHON_WARNING, "a Python warning"),
+            (absolute_path, "an absolute path"),
+            (HEX_HASH, "an internal hash"),
+        ):
+            for match in pattern.finditer(output):
+                problems.append(f"cell output #{index} shows {what}: {_excerpt(output, match)}")
+    for pattern, what in ((absolute_path, "an absolute path"), (HEX_HASH, "an internal hash")):
         for match in pattern.finditer(found["text"]):
-            problems.append(f"the page shows {what}: {_excerpt(found['text'], match)}")
+            problems.append(f"the page's text shows {what}: {_excerpt(found['text'], match)}")
     return problems
 
 

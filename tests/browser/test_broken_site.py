@@ -5,6 +5,8 @@ chapter page, written beside it as ``chapters/broken-<case>.html`` (so its relat
 still work; the missing-image case deletes a figure file instead), opens it, runs one check
 of site_checks.py and expects the problem it planted. Together with test_site.py, where the
 same functions find nothing on the real site, this shows that a broken page fails the suite.
+One test goes the other way: text that only looks unclean (a tqdm progress bar on stderr,
+prose about warnings, code that warns) must leave check_clean's report as it was.
 """
 
 from __future__ import annotations
@@ -72,6 +74,13 @@ def after_h1(html: str, snippet: str) -> str:
     """Insert ``snippet`` after the article's h1."""
     article = html.index('<article class="bd-article">')
     end = html.index("</h1>", article) + len("</h1>")
+    return html[:end] + snippet + html[end:]
+
+
+def at_article_end(html: str, snippet: str) -> str:
+    """Insert ``snippet`` at the end of the article, after every cell of the page."""
+    article = html.index('<article class="bd-article">')
+    end = html.index("</article>", article)
     return html[:end] + snippet + html[end:]
 
 
@@ -162,9 +171,9 @@ def dark_math_unreadable(site: Path, html: str) -> str:
     return html.replace("</head>", style + "</head>")
 
 
-def _output(text: str, stream: str = "stdout") -> str:
-    """A cell output as myst-nb renders one, holding ``text``."""
-    kind = "stream" if stream == "stdout" else "stderr"
+def _output(text: str, kind: str = "stream") -> str:
+    """A cell output as myst-nb renders one, holding ``text``: ``kind`` is ``stream``
+    (stdout), ``stderr`` or ``text_plain`` (an expression's value)."""
     return (
         '<div class="cell docutils container"><div class="cell_output docutils container">'
         f'<div class="output {kind} highlight-myst-ansi notranslate"><div class="highlight">'
@@ -173,18 +182,62 @@ def _output(text: str, stream: str = "stdout") -> str:
 
 
 def python_warning(site: Path, html: str) -> str:
+    """A warning on stderr, as Python prints it: the category line, then the source line."""
     warning = (
-        "rnnbook/checkpoints.py:140: UserWarning: checkpoint 'ntm-copy' was made by other code"
+        "../src/rnnbook/checkpoints.py:159: UserWarning: checkpoint 'ntm-copy' was made by "
+        "other code; re-run the full profile to refresh it.\n  warnings.warn(\n"
     )
     return after_h1(html, _output(warning, "stderr"))
 
 
+def python_warning_logged(site: Path, html: str) -> str:
+    """A library's logger.warning, in logging's default format."""
+    warning = "WARNING:matplotlib.font_manager:findfont: Font family 'Planted' not found.\n"
+    return after_h1(html, _output(warning, "stderr"))
+
+
+def python_warning_hidden(site: Path, html: str) -> str:
+    """A warning in an output behind a toggle (a hide-output cell): a reader may open it."""
+    warning = "/usr/lib/python3/dist-packages/planted.py:7: DeprecationWarning: planted\n"
+    hidden = (
+        '<details class="admonition hide below-input"><summary aria-label="Toggle hidden '
+        'content"><p class="collapsed admonition-title">Show code cell output</p></summary>'
+        f"{_output(warning, 'stderr')}</details>"
+    )
+    return after_h1(html, hidden)
+
+
 def machine_path(site: Path, html: str) -> str:
-    return after_h1(html, _output("loaded /work/main/checkpoints/ntm-copy.pt"))
+    return after_h1(html, _output("loaded /work/main/checkpoints/ntm-copy.pt\n"))
+
+
+def machine_path_in_text(site: Path, html: str) -> str:
+    path = r"C:\Users\builder\rnn-book\checkpoints"
+    return after_h1(html, f'<p>The checkpoints are in <code class="literal">{path}</code>.</p>')
+
+
+def machine_path_in_tooltip(site: Path, html: str) -> str:
+    tooltip = '<abbr title="cached in /home/builder/.cache/rnnbook">cache</abbr>'
+    return after_h1(html, f"<p>The data come from the {tooltip}.</p>")
+
+
+def checkout_path(site: Path, html: str) -> str:
+    """A path in the repository's checkout, in a folder no machine root names."""
+    return after_h1(html, _output("reading /scratch/rnn-book/data/copy-task.npz\n"))
 
 
 def internal_hash(site: Path, html: str) -> str:
-    return after_h1(html, _output("weights e433f285928b1f5b83bfc6e2 at commit 2daeda020e00…"))
+    sha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    return after_h1(html, _output(f"{{'weights_sha256': '{sha256}'}}", "text_plain"))
+
+
+def internal_hash_cut_short(site: Path, html: str) -> str:
+    return after_h1(html, _output("the model's code changed since 2daeda0…\n"))
+
+
+def git_commit_in_text(site: Path, html: str) -> str:
+    commit = "73908f4c1e2b9a0d5f6e7a8b9c0d1e2f3a4b5c6d"
+    return after_h1(html, f"<p>This page was built from commit {commit}.</p>")
 
 
 def book_css_missing(site: Path, html: str) -> str:
@@ -225,9 +278,16 @@ CASES = [
     Case("slider-alt-removed", "content", ("LinkModel", "HTMLModel"), slider_alt_removed, lambda v, c, l: check_images(v), r"widget image #\d+ has neither alt text nor a caption: data:image/png"),
     Case("dark-math-unreadable", "content", ('class="math',), dark_math_unreadable, _theme("dark"), r"dark: math .* contrast"),
     Case("book-css-missing", "content", ("<figure",), book_css_missing, _theme("dark"), r"dark: figure .* contrast"),
-    Case("python-warning", "content", ("<h1",), python_warning, lambda v, c, l: check_clean(v), r"cell output #\d+ shows a Python warning: .*UserWarning"),
-    Case("machine-path", "content", ("<h1",), machine_path, lambda v, c, l: check_clean(v), r"an absolute path: .*/work/main/checkpoints"),
-    Case("internal-hash", "content", ("<h1",), internal_hash, lambda v, c, l: check_clean(v), r"an internal hash: .*e433f285928b"),
+    Case("python-warning", "content", ("<h1",), python_warning, lambda v, c, l: check_clean(v), r"cell output #\d+ shows a Python warning: .*UserWarning: checkpoint 'ntm-copy'"),
+    Case("python-warning-hidden", "content", ("<h1",), python_warning_hidden, lambda v, c, l: check_clean(v), r"cell output #\d+ shows a Python warning: .*DeprecationWarning: planted"),
+    Case("python-warning-logged", "content", ("<h1",), python_warning_logged, lambda v, c, l: check_clean(v), r"cell output #\d+ shows a Python warning: WARNING:matplotlib"),
+    Case("machine-path", "content", ("<h1",), machine_path, lambda v, c, l: check_clean(v), r"cell output #\d+ shows an absolute path: .*/work/main/checkpoints/ntm-copy\.pt"),
+    Case("machine-path-in-text", "content", ("<h1",), machine_path_in_text, lambda v, c, l: check_clean(v), r"the page's text shows an absolute path: .*C:\\Users\\builder"),
+    Case("machine-path-in-tooltip", "content", ("<h1",), machine_path_in_tooltip, lambda v, c, l: check_clean(v), r"the page's text shows an absolute path: .*/home/builder/\.cache"),
+    Case("checkout-path", "content", ("<h1",), checkout_path, lambda v, c, l: check_clean(v, checkouts=["/scratch/rnn-book"]), r"cell output #\d+ shows an absolute path: .*/scratch/rnn-book/data"),
+    Case("internal-hash", "content", ("<h1",), internal_hash, lambda v, c, l: check_clean(v), r"cell output #\d+ shows an internal hash: .*e3b0c44298fc1c149afb"),
+    Case("internal-hash-cut-short", "content", ("<h1",), internal_hash_cut_short, lambda v, c, l: check_clean(v), r"cell output #\d+ shows an internal hash: .*2daeda0…"),
+    Case("git-commit-in-text", "content", ("<h1",), git_commit_in_text, lambda v, c, l: check_clean(v), r"the page's text shows an internal hash: .*73908f4c1e2b"),
     Case("no-mathjax", "no-state", ('class="math',), no_mathjax, lambda v, c, l: check_math(v), r"math elements but no MathJax output"),
     Case("widget-state-missing", "no-state", ("widget-view+json",), widget_state_missing, lambda v, c, l: check_widgets(v), r"has no saved state"),
     Case("widget-not-rendered", "no-state", ("widget-view+json",), widget_state_missing, lambda v, c, l: check_widgets(v), r"did not render"),
@@ -285,3 +345,46 @@ def test_search_without_its_index(broken_site, broken_url, context):
     )
     assert any("missing-searchindex.js" in p for p in problems), problems
     assert any(re.search("did not finish|found nothing", p) for p in problems), problems
+
+
+# What check_clean must let pass: a tqdm progress bar on stderr, relative paths, URLs, math,
+# numbers in an output; prose about warnings, paths and hashes; a code cell whose source
+# warns, names a folder and holds a hash (its output is clean).
+LOOKALIKES = (
+    _output(
+        "training: 100%|██████████| 300/300 [00:02&lt;00:00, 120.51it/s, loss=0.0123]", "stderr"
+    )
+    + _output(
+        "saved checkpoints/ntm-copy.pt and runs/tmp/curve.csv beside ../_images/curve.png\n"
+        "softmax: [-1.381551055792975e-28, 1.3815510557929751e+20], 0xff, #1f77b4, 10/s\n"
+        "run 2026-11-24 17:19 UTC: done\n"
+    )
+    + "<p>A stale checkpoint makes Python print a <code>UserWarning: ...</code> on stderr, "
+    "from <code>warnings.warn</code>: see "
+    '<a href="https://docs.python.org/3/library/warnings.html">'
+    "https://docs.python.org/3/library/warnings.html</a>. The ratio "
+    '<span class="math notranslate nohighlight">\\(h/\\tau\\)</span> and the folder '
+    "<code>book/_assets/</code> are no machine paths; a decade of facades is no hash.</p>"
+    + '<div class="cell docutils container"><div class="cell_input docutils container">'
+    '<div class="highlight-ipython3 notranslate"><div class="highlight"><pre><span></span>'
+    'warnings.warn("checkpoint is stale", UserWarning)\n'
+    'scratch = Path("/tmp/rnnbook") / "runs"\n'
+    'hashlib.sha256(b"").hexdigest() == '
+    '"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"'
+    "</pre></div></div></div>"
+    '<div class="cell_output docutils container">'
+    '<div class="output text_plain highlight-myst-ansi notranslate"><div class="highlight">'
+    "<pre><span></span>True</pre></div></div></div></div>"
+)
+
+
+def test_clean_check_passes_what_only_looks_unclean(broken_site, broken_url, context):
+    """The lookalikes added to a chapter change nothing in what check_clean reports on it."""
+    chapter = chapter_with(broken_site, '<article class="bd-article">')
+    html = chapter.read_text(encoding="utf-8")
+    copy = chapter.with_name("broken-lookalikes.html")
+    copy.write_text(at_article_end(html, LOOKALIKES), encoding="utf-8")
+    original = open_page(context, broken_url, f"chapters/{chapter.name}", timeout=BROKEN_TIMEOUT)
+    lookalikes = open_page(context, broken_url, f"chapters/{copy.name}", timeout=BROKEN_TIMEOUT)
+    assert "120.51it/s" in lookalikes.page.content(), "the lookalikes were not planted"
+    assert check_clean(lookalikes) == check_clean(original)

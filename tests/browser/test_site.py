@@ -43,8 +43,8 @@ def test_widgets_render_from_saved_state(visit):
     judge(check_widgets(visit), visit.name, "widgets")
 
 
-def test_no_warning_machine_path_or_hash(visit):
-    judge(check_clean(visit), visit.name, "clean")
+def test_no_warning_machine_path_or_hash(visit, repo_root):
+    judge(check_clean(visit, checkouts=[repo_root]), visit.name, "clean")
 
 
 def test_headings_in_order(visit):
