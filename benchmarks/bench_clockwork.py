@@ -1,11 +1,13 @@
 """Real skipping pays: a Clockwork RNN that computes only its ticking modules, against an
 equal-size dense SRN and against the same CWRNN computed whole and then masked.
 
-8 modules with periods 1, 2, 4, ..., 128, hidden sizes 128 to 1024, one forward and backward
-pass of a batch of 32 sequences of 256 steps, on one thread, all three timed side by side.
-Beside the measured time ratios: the update rate of the window and the arithmetic of the
-recurrent products relative to the dense SRN (the sliced CWRNN multiplies only the rows of
-ticking modules, so its share is the update rate; the masked one multiplies everything).
+8 modules with periods 1, 2, 4, ..., 128 (uni connectivity), hidden sizes 128 to 1024, one
+forward and backward pass of a batch of 32 sequences of 256 steps with a loss on the
+outputs, on one thread, all three timed side by side. Beside the measured time ratios: the
+update rate of the window and the recurrent arithmetic relative to the dense SRN, both the
+ideal (each ticking module against only the columns it reads, ``recurrent_share``) and what
+the sliced model multiplies (one slice of rows per run of ticking modules forward and back,
+the ideal blocks for the weight gradient). The masked model multiplies everything.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch
 from timing import compare, save
 
 from rnnbook.models import SRN
-from rnnbook.models.clockwork import CWRNN
+from rnnbook.models.clockwork import CWRNN, module_runs, recurrent_share
 from rnnbook.skip import window_update_rate
 
 PERIODS = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -34,6 +36,20 @@ def step(model, x, **forward):
     return run
 
 
+def sliced_share(periods, L: int) -> float:
+    """The recurrent products the sliced CWRNN computes, as a share of a dense SRN's three
+    per step (forward, gradient to h, gradient to W), for uni connectivity: a ticking run
+    of modules first..end-1 multiplies its rows by the columns of modules first..M-1."""
+    M = len(periods)
+    run_share = sum(
+        (end - first) * (M - first)
+        for runs in module_runs(periods, L)
+        for first, end, ticks in runs
+        if ticks
+    ) / (L * M * M)
+    return (2 * run_share + recurrent_share(periods, L, "uni")) / 3
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256, 512, 1024])
@@ -46,8 +62,12 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     u = window_update_rate(PERIODS, args.steps)
+    ideal, sliced = recurrent_share(PERIODS, args.steps, "uni"), sliced_share(PERIODS, args.steps)
     rows = []
-    print(f"update rate of a {args.steps}-step window: {u:.3f}")
+    print(
+        f"update rate of a {args.steps}-step window: {u:.3f}; recurrent arithmetic of the "
+        f"sliced CWRNN: {sliced:.3f} of the SRN's (ideal {ideal:.3f})"
+    )
     print(f"{'H':>5} {'SRN':>9} {'sliced':>9} {'masked':>9} {'sliced/SRN':>11} {'masked/SRN':>11}")
     for H in args.sizes:
         x = torch.randn(args.batch, args.steps, 1)
@@ -66,7 +86,8 @@ def main(argv=None) -> None:
             "batch": args.batch,
             "periods": list(PERIODS),
             "update_rate": u,
-            "flop_ratio_sliced": u,  # recurrent products, relative to the dense SRN
+            "flop_ratio_sliced": sliced,  # recurrent products computed, relative to the SRN
+            "flop_ratio_ideal": ideal,  # each ticking module against the columns it reads
             **times,
             "sliced_over_srn": times["sliced"] / times["srn"],
             "masked_over_srn": times["masked"] / times["srn"],

@@ -61,6 +61,14 @@ def test_update_rate_on_hand_made_decisions():
     valid = torch.tensor([[[1], [0]], [[1], [1]]])  # the first sequence has one step
     assert skip.update_rate(d, valid) == pytest.approx(4 / 6)
     assert skip.update_rate(torch.ones(3, 5, 7)) == 1.0
+    assert skip.update_rate(d.bool()) == 0.5  # booleans count as well
+
+
+def test_the_update_rate_counts_units_so_module_decisions_are_expanded():
+    modules = torch.tensor([[[1, 0, 0, 0]]])  # one module of four ticks
+    assert skip.update_rate(modules) == 0.25
+    # modules of equal size: the unit rate equals the module rate
+    assert skip.update_rate(skip.expand_modules(modules, 3)) == 0.25
 
 
 def test_the_update_rate_of_a_clock_is_its_window_rate():
@@ -78,12 +86,43 @@ def test_bernoulli_decisions_update_at_rate_p():
     )
 
 
+def test_a_decision_per_module_is_shared_by_the_module_units():
+    b = torch.tensor([[1.0, 0.0, 1.0]])  # (B=1, M=3)
+    units = skip.expand_modules(b, 2)
+    assert units.tolist() == [[1, 1, 0, 0, 1, 1]]
+    previous, candidate = torch.zeros(1, 6), torch.ones(1, 6)
+    assert skip.skip_update(candidate, previous, units).tolist() == [[1, 1, 0, 0, 1, 1]]
+    # a decision per layer broadcasts: (B, 1)
+    per_layer = skip.skip_update(candidate, previous, torch.tensor([[0.0]]))
+    assert torch.equal(per_layer, previous)
+
+
+def test_the_unit_clock_spreads_the_module_clock_over_the_units():
+    periods = (1, 2, 4)
+    units = skip.unit_clock(periods, 6, 8, t0=1)
+    assert units.shape == (8, 6) and units.dtype == torch.float32
+    assert torch.equal(units, skip.expand_modules(skip.clock(periods, 8, 1).float(), 2))
+    assert units[:, 4].tolist() == [0, 0, 0, 1, 0, 0, 0, 1]  # T = 4 from t0 = 1: t = 3, 7
+
+
 def test_the_threshold_decision_passes_the_gradient_straight_through():
     score = torch.tensor([0.2, 0.9, 1.5], requires_grad=True)
     u = skip.threshold_decision(score, 1.0)
     assert u.tolist() == [0.0, 0.0, 1.0]
     (u * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
     assert score.grad.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_a_learned_threshold_gets_the_negative_summed_gradient():
+    score = torch.tensor([[0.2, 0.9], [1.5, -1.0]])
+    theta = torch.tensor(0.5, requires_grad=True)  # one threshold for every unit
+    b = skip.threshold_decision(score, theta)
+    assert b.tolist() == [[0.0, 1.0], [1.0, 0.0]]
+    b.sum().backward()
+    assert theta.grad.item() == -4.0  # d b / d theta := -1 at every element, summed
+    per_unit = torch.tensor([0.0, 1.0], requires_grad=True)  # (H,), broadcast over B
+    skip.threshold_decision(score, per_unit).sum().backward()
+    assert per_unit.grad.tolist() == [-2.0, -2.0]
 
 
 @pytest.mark.parametrize("M", [1, 2, 4, 8])
@@ -108,6 +147,12 @@ def test_the_uni_mask_lets_a_module_read_itself_and_slower_modules_only():
         (lambda: skip.clock((1, 0), 5), "positive integer"),
         (lambda: skip.clock((), 5), "at least one module"),
         (lambda: skip.clock((1, 2), 5, t0=-1), "t0"),
+        (lambda: skip.clock((1, 2), 5, t0=1.0), "t0"),
+        (lambda: skip.clock((1, 2.5), 5), "positive integer"),
+        (lambda: skip.clock((1, 2), 0), "L must be a positive integer"),
+        (lambda: skip.unit_clock((1, 2), 5, 3), "equal modules"),
+        (lambda: skip.expand_modules(torch.tensor(1.0), 2), "last dimension"),
+        (lambda: skip.expand_modules(torch.ones(2), 0), "module_size"),
         (lambda: skip.module_of_unit(10, 3), "equal modules"),
         (lambda: skip.connectivity_mask(4, 2, "full"), "connectivity"),
         (lambda: skip.update_rate(torch.tensor([0.5, 1.0])), "0 \\(skip\\) or 1"),

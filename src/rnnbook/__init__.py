@@ -2,8 +2,9 @@
 
 Chapters start with ``session = rnnbook.setup(profile, seed)`` and then import what they
 need: ``rnnbook.models`` (one module per family), ``rnnbook.data`` (``fetch`` and
-``synthetic``), ``rnnbook.train`` (the one training loop), ``rnnbook.plot`` (the theme) and
-``rnnbook.checks`` (exercise checkers).
+``synthetic``), ``rnnbook.train`` (the one training loop), ``rnnbook.plot`` (the theme),
+``rnnbook.checks`` (exercise checkers) and, from Part II on, ``rnnbook.skip`` (the skip
+update, the update decisions and the one update rate).
 """
 
 __version__ = "0.1.0"

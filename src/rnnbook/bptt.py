@@ -1,4 +1,4 @@
-"""Backpropagation through time written out by hand, (R4)-(R8) of spec rnn-bptt.
+"""Backpropagation through time written out by hand, (rnn-R4)-(rnn-R8) of Chapter 1.
 
 No autograd: the forward pass stores every pre-activation ``a_t`` and hidden state ``h_t``,
 and the backward pass runs the recursion from ``t = T`` down to 1. The chapter checks it
@@ -59,11 +59,11 @@ def manual_bptt(
     # Forward pass, keeping a_t and h_t for the backward pass.
     a, h, o = [], [h_prev], []
     for t in range(T):
-        a.append(x[:, t] @ W_xh.T + h[-1] @ W_hh.T + b_h)  # (R1)  (B, d_h)
-        h.append(phi(a[-1]))  # (R2)
-        o.append(h[-1] @ W_hy.T + b_y)  # (R3)  (B, d_y)
+        a.append(x[:, t] @ W_xh.T + h[-1] @ W_hh.T + b_h)  # (rnn-R1)  (B, d_h)
+        h.append(phi(a[-1]))  # (rnn-R2)
+        o.append(h[-1] @ W_hy.T + b_y)  # (rnn-R3)  (B, d_y)
 
-    # Loss and eps_t = dL/do_t, (R4).
+    # Loss and eps_t = dL/do_t, (rnn-R4).
     total = torch.zeros((), dtype=x.dtype)
     eps = []
     for t in range(T):
@@ -82,14 +82,14 @@ def manual_bptt(
     grads = {n: torch.zeros_like(p) for n, p in zip(PARAMETER_NAMES, (W_xh, W_hh, b_h, W_hy, b_y))}
     delta_next = torch.zeros_like(h_prev)
     for t in reversed(range(T)):
-        g = eps[t] @ W_hy + delta_next @ W_hh  # (R5)  dL/dh_t
-        delta = phi_prime(a[t], h[t + 1]) * g  # (R6)  dL/da_t
-        grads["W_hh"] += delta.T @ h[t]  # (R7)  h[t] is h_{t-1}
+        g = eps[t] @ W_hy + delta_next @ W_hh  # (rnn-R5)  dL/dh_t
+        delta = phi_prime(a[t], h[t + 1]) * g  # (rnn-R6)  dL/da_t
+        grads["W_hh"] += delta.T @ h[t]  # (rnn-R7)  h[t] is h_{t-1}
         grads["W_xh"] += delta.T @ x[:, t]
         grads["b_h"] += delta.sum(0)
-        grads["W_hy"] += eps[t].T @ h[t + 1]  # (R8)
+        grads["W_hy"] += eps[t].T @ h[t + 1]  # (rnn-R8)
         grads["b_y"] += eps[t].sum(0)
         delta_next = delta
-    grads["h0"] = delta_next @ W_hh  # (R8)  dL/dh_0 = W_hh^T delta_1
+    grads["h0"] = delta_next @ W_hh  # (rnn-R8)  dL/dh_0 = W_hh^T delta_1
     grads["loss"] = total
     return grads

@@ -1,4 +1,4 @@
-"""How gradients travel back in time: the norms of ``dh_T/dh_k``, (R10)-(R11) of spec rnn-bptt."""
+"""How gradients travel back in time: the norms of ``dh_T/dh_k``, (rnn-R10)-(rnn-R11)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def step_jacobians(cell, x: torch.Tensor, h0: torch.Tensor | None = None) -> tor
 
 
 def jacobian_norms(cell, x: torch.Tensor, h0: torch.Tensor | None = None) -> torch.Tensor:
-    """Spectral norms ``||dh_T/dh_k||_2`` for k = 0..T-1, built from the product (R10).
+    """Spectral norms ``||dh_T/dh_k||_2`` for k = 0..T-1, built from the product (rnn-R10).
 
     Returns (B, T); entry ``k`` belongs to the time lag ``T - k``.
     """

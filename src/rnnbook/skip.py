@@ -1,29 +1,45 @@
 """The skip core of Part II: keep the state, or update it.
 
 Every model of Chapters 5-9 is a recurrent network that sometimes keeps its state instead of
-updating it. With the candidate state ``h̃_t`` of its ordinary step and an update decision
-``b_t`` in {0, 1} (per layer, per unit, or per module and shared by the module's units),
+updating it. A binary **update decision** says which (1 = update, 0 = skip),
+
+    b_t = D(·) ∈ {0, 1}                                                         (skip-decision)
+
+and with the candidate state ``h̃_t`` of the model's ordinary step the new state is
 
     h_t = b_t ⊙ h̃_t + (1 − b_t) ⊙ h_{t−1}                                    (skip-update)
 
-Only the decision differs from chapter to chapter; it belongs to one of three families:
+The decision is a scalar per layer, a vector per unit, or one bit per **module** shared by
+the module's units (:func:`expand_modules`). Only the decision differs from chapter to
+chapter; it belongs to one of three families:
 
 * **random**: ``b_t ~ Bernoulli(p)``, drawn afresh at every step (zoneout, Chapter 7):
-  :func:`bernoulli_decision`;
-* **constrained**: a fixed rule, such as the clock ``b_t = [t mod T = 0]`` of the Clockwork
-  RNN (Chapter 5): :func:`clock`;
-* **adaptive**: a rule the network learns, such as a threshold on a score (surprisal in
-  Chapter 6, attention in Chapter 9), trained through the straight-through estimator:
-  :func:`threshold_decision`.
+  :func:`bernoulli_decision`                                                  (skip-bernoulli)
+* **constrained**: a fixed rule, such as the clock of the Clockwork RNN (Chapter 5),
+  ``b_t^(m) = [(t0 + t) mod T_m = 0]``: :func:`clock`, :func:`unit_clock`      (skip-clock)
+* **adaptive**: a rule the network learns, a threshold on a score the network computes
+  (surprisal in Chapter 6, a gate in the SGRU, attention in Chapter 9),
+  ``b_t = [s_t > θ]`` with the straight-through gradient ``∂b_t/∂s_t := 1``:
+  :func:`threshold_decision`                                    (skip-threshold), (skip-ste)
 
 On a skipped step the Jacobian ``∂h_t/∂h_{t−1}`` of the skipped units is the identity, so
 gradients cross a run of skips unchanged. The **update rate** (:func:`update_rate`) is the
 share of the possible updates that happened,
 
-    u = Σ_{n,t,j} [b_{n,t}^{(j)} = 1] / (N · L · |h|)                           (skip-rate)
+    u = Σ_{n,t,j} [b_{n,t}^(j) = 1] / (N · L · |h|)                             (skip-rate)
 
 over sequences n, steps t and units j; a plain RNN has u = 1, and 1 − u is the skip rate.
-Every chapter reports it with :func:`update_rate`, so their tables compare.
+Every chapter reports it with :func:`update_rate`, so their tables compare. For a clock with
+M equal modules it follows from the periods alone: over a long sequence
+
+    u_∞ = (1/M) Σ_m 1/T_m                                                        (skip-u-inf)
+
+and over a window of L steps starting at clock time t0
+
+    u_L = (1/(M L)) Σ_{t<L} Σ_m [(t0 + t) mod T_m = 0]                       (skip-u-window)
+
+(:func:`asymptotic_update_rate`, :func:`window_update_rate`). The Clockwork connectivity
+mask (cw-mask) is here too (:func:`connectivity_mask`), since it is defined by the modules.
 """
 
 from __future__ import annotations
@@ -43,8 +59,15 @@ def skip_update(
 ) -> torch.Tensor:
     """(skip-update): ``update * candidate + (1 - update) * previous``.
 
-    ``update`` broadcasts against the states: a scalar or (B, 1) for a decision per layer,
-    (B, H) or (H,) per unit. Where it is 0 the previous state comes back exactly.
+    Args:
+        candidate: the ordinary step's new state ``h̃_t``, e.g. (B, H).
+        previous: the state ``h_{t−1}``, of the same shape.
+        update: the decision ``b_t`` (1 = update, 0 = skip), broadcasting against the
+            states: a scalar or (B, 1) for a decision per layer, (B, H) or (H,) per unit; a
+            decision per module is first spread over its units with :func:`expand_modules`.
+
+    Returns the new state ``h_t``. Where ``update`` is 0 the previous state comes back
+    exactly (a copy, to the last bit), and its gradient passes to ``h_{t−1}`` unchanged.
     """
     if candidate.shape != previous.shape:
         raise ValueError(
@@ -66,9 +89,17 @@ def skip_update(
 
 
 def bernoulli_decision(
-    shape, p: float, generator: torch.Generator | None = None, dtype=torch.float32, device=None
+    shape,
+    p: float,
+    generator: torch.Generator | None = None,
+    dtype=torch.float32,
+    device=None,
 ) -> torch.Tensor:
-    """Random family: independent ``u ~ Bernoulli(p)`` (1 = update) of the given shape."""
+    """Random family (skip-bernoulli): independent ``b ~ Bernoulli(p)``, 1 = update.
+
+    ``shape`` is (B, H) for a decision per unit (zoneout), (B, 1) per layer, (B, M) per
+    module. The expected update rate is ``p``. Pass a seeded ``generator`` to replay it.
+    """
     if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
         raise ValueError(f"the update probability p must be a number in [0, 1], got {p!r}")
     return (torch.rand(shape, generator=generator, device=device) < p).to(dtype)
@@ -85,8 +116,15 @@ class _StraightThrough(torch.autograd.Function):
 
 
 def threshold_decision(score: torch.Tensor, threshold) -> torch.Tensor:
-    """Adaptive family: ``u = [score > threshold]``, differentiable by the straight-through
-    estimator (the backward pass treats the step as the identity in ``score − threshold``)."""
+    """Adaptive family (skip-threshold): ``b = [score > threshold]``, 1 = update.
+
+    The step function has derivative 0 almost everywhere, so it is trained through the
+    straight-through estimator (skip-ste): the backward pass takes ``∂b/∂score := 1`` and
+    ``∂b/∂threshold := −1``. ``score`` is whatever the model computes, e.g. the surprisal
+    of the last input (SBA, Chapter 6), a gate value (SGRU) or an attention weight (ABS,
+    Chapter 9); ``threshold`` is a number or a tensor broadcasting against ``score``, fixed
+    or learned (its gradient is summed over the broadcast dimensions).
+    """
     threshold = torch.as_tensor(threshold, dtype=score.dtype, device=score.device)
     return _StraightThrough.apply(score, threshold)
 
@@ -104,18 +142,47 @@ def check_periods(periods: Sequence[int]) -> tuple[int, ...]:
     return periods
 
 
+def check_t0(t0) -> int:
+    """The clock offset: a non-negative integer."""
+    if isinstance(t0, bool) or not isinstance(t0, int) or t0 < 0:
+        raise ValueError(f"the clock offset t0 must be a non-negative integer, got {t0!r}")
+    return t0
+
+
 def clock(periods: Sequence[int], L: int, t0: int = 0) -> torch.Tensor:
-    """Constrained family: the Clockwork schedule, (L, M) booleans ``[(t0 + t) mod T_m = 0]``.
+    """Constrained family (skip-clock): the schedule, (L, M) booleans ``[(t0 + t) mod T_m = 0]``.
 
     Step 0 of a window is time ``t0`` of the clock: with ``t0 = 0`` every module ticks at the
     first step. A clock started at ``lcm(periods)`` gives the same schedule as one at 0.
     """
     periods = check_periods(periods)
     check_positive_int(L, "L")
-    if isinstance(t0, bool) or not isinstance(t0, int) or t0 < 0:
-        raise ValueError(f"the clock offset t0 must be a non-negative integer, got {t0!r}")
+    check_t0(t0)
     t = torch.arange(t0, t0 + L).unsqueeze(1)
     return t % torch.tensor(periods) == 0
+
+
+def unit_clock(periods: Sequence[int], H: int, L: int, t0: int = 0) -> torch.Tensor:
+    """The clock spread over the units, (L, H) floats: 1 where the unit's module ticks.
+
+    ``H`` units form ``len(periods)`` equal modules, fast ones first (:func:`module_of_unit`).
+    """
+    periods = check_periods(periods)
+    module_of_unit(H, len(periods))  # H must split into equal modules
+    return expand_modules(clock(periods, L, t0).float(), H // len(periods))
+
+
+def expand_modules(decision: torch.Tensor, module_size: int) -> torch.Tensor:
+    """A decision per module (..., M) spread over the module's units: (..., M · module_size).
+
+    Module m owns units ``m·k .. (m+1)·k − 1`` (k = ``module_size``), as in the Clockwork
+    RNN, so the result can go to :func:`skip_update` or :func:`update_rate`.
+    """
+    check_tensor(decision, "decision")
+    check_positive_int(module_size, "module_size")
+    if decision.dim() == 0:
+        raise ValueError("decision must have a last dimension of modules, got a scalar")
+    return decision.repeat_interleave(module_size, dim=-1)
 
 
 def module_of_unit(H: int, n_modules: int) -> torch.Tensor:
@@ -130,12 +197,12 @@ def module_of_unit(H: int, n_modules: int) -> torch.Tensor:
 
 
 def connectivity_mask(H: int, n_modules: int, kind: str = "uni") -> torch.Tensor:
-    """The Clockwork recurrent mask, (H, H) in torch's layout ``W[destination, source]``.
+    """(cw-mask): the Clockwork recurrent mask, (H, H) in torch's layout ``W[destination, source]``.
 
     ``"uni"``: unit i receives from unit j only when j's module is i's or a later (slower)
     one, ``[mod(j) >= mod(i)]``: block-upper-triangular, slow modules feed fast ones and not
     back (by module index, not by period, so equal periods still connect one way).
-    ``"bi"``: dense, every module reads every module. (The spec's row convention ``h W``
+    ``"bi"``: dense, every module reads every module. (The row convention ``h W``
     transposes this into a block-lower-triangular matrix: the same model.)
     """
     if kind not in CONNECTIVITIES:
@@ -152,10 +219,17 @@ def connectivity_mask(H: int, n_modules: int, kind: str = "uni") -> torch.Tensor
 def update_rate(decisions: torch.Tensor, valid: torch.Tensor | None = None) -> float:
     """(skip-rate): the share of possible updates that happened, in [0, 1].
 
-    ``decisions`` holds 1 (update) or 0 (skip) for every unit, step and sequence, e.g.
-    (B, L, H); a per-module or per-layer decision should be expanded to its units first,
-    since the rate counts unit updates. ``valid`` (broadcastable, e.g. (B, L, 1)) marks the
-    steps that exist, for padded batches of unequal lengths.
+    Updates performed over updates possible, counted over units, steps and sequences, as
+    the dissertation counts it (updated / all, not updated / skipped).
+
+    Args:
+        decisions: 1 (update) or 0 (skip), bool or float, for every unit, step and
+            sequence, e.g. (B, L, H). The rate counts unit updates, so a decision per module
+            is expanded first (:func:`expand_modules`) and one per layer broadcast to (B, L, H).
+        valid: optional, broadcastable to ``decisions`` (e.g. (B, L, 1)): 1 on the steps
+            that exist, 0 on padding, for batches of sequences of unequal lengths.
+
+    Returns a Python float.
     """
     check_tensor(decisions, "decisions")
     if decisions.numel() == 0:
@@ -172,13 +246,16 @@ def update_rate(decisions: torch.Tensor, valid: torch.Tensor | None = None) -> f
 
 
 def asymptotic_update_rate(periods: Sequence[int]) -> float:
-    """``u_∞ = (1/M) Σ_m 1/T_m`` for equal modules: the update rate of a long sequence."""
+    """(skip-u-inf): ``u_∞ = (1/M) Σ_m 1/T_m`` for equal modules, the rate of a long sequence."""
     periods = check_periods(periods)
     return sum(1 / T for T in periods) / len(periods)
 
 
 def window_update_rate(periods: Sequence[int], L: int, t0: int = 0) -> float:
-    """``u_L``: the update rate of one window of L steps starting at clock time ``t0``."""
+    """(skip-u-window): ``u_L``, the update rate of one window of L steps from clock time t0.
+
+    Slightly above ``u_∞`` for ``t0 = 0``, because every module ticks at the first step.
+    """
     return float(clock(periods, L, t0).double().mean())
 
 

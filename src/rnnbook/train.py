@@ -60,7 +60,7 @@ class History:
 def clip(parameters, mode: str | None = "norm", c: float = 1.0) -> float:
     """Clip gradients in place and return the global gradient norm *before* clipping.
 
-    Implements (R12), spec rnn-bptt: ``mode="norm"`` rescales the gradient of all parameters
+    Implements (rnn-R12): ``mode="norm"`` rescales the gradient of all parameters
     jointly to norm ``c`` when it is larger (the direction is kept); ``mode="value"`` clamps
     each component to ``[-c, c]`` (the direction can change); ``None`` only measures.
     """
@@ -257,6 +257,51 @@ def _detach(state):
     return type(state)(_detach(s) for s in state)
 
 
+def _check_streams(x: torch.Tensor, y: torch.Tensor) -> None:
+    if x.dim() < 2 or y.dim() < 2 or x.shape[:2] != y.shape[:2]:
+        raise ValueError(
+            "x and y must be batch-first streams (B, N, ...) with the same B and N, "
+            f"got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
+
+
+class _Windows:
+    """Window ``step % per_epoch`` of the streams x, y (B, N, ...): a batch source for
+    :func:`fit`. A batch is ``(index, x_window, y_window)``, windows of ``k`` steps
+    starting at 0, k, 2k, ...; the last one is shorter when k does not divide N."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, k: int):
+        self.x, self.y, self.k = x, y, k
+        self.per_epoch = -(-x.shape[1] // k)  # ceil(N / k)
+
+    def length(self, index: int) -> int:
+        return min(self.k, self.x.shape[1] - index * self.k)
+
+    def __call__(self, step: int):
+        index = step % self.per_epoch
+        s = index * self.k
+        return index, self.x[:, s : s + self.k], self.y[:, s : s + self.k]
+
+
+class _CarriedState:
+    """A ``loss_fn`` for :func:`fit` over :class:`_Windows` that carries the model's state.
+
+    Window 0 of every epoch starts from ``initial``; every later window starts from the
+    state the previous window ended in, detached, so backpropagation stops at the window's
+    start (truncated BPTT with k1 = k2 = k).
+    """
+
+    def __init__(self, loss_fn, initial=None, carry: Callable = lambda state: state):
+        self.loss_fn, self.initial, self.carry = loss_fn, initial, carry
+        self.state = initial
+
+    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
+        index, x, y = batch
+        output, new_state = model(x, self.initial if index == 0 else self.state)
+        self.state = _detach(self.carry(new_state))
+        return self.loss_fn(output, y)
+
+
 def tbptt_loop(
     model: nn.Module,
     x: torch.Tensor,
@@ -270,38 +315,33 @@ def tbptt_loop(
     clip_mode: str | None = None,
     clip_at: float = 1.0,
 ):
-    """Truncated BPTT with k1 = k2 = k over one long batch-first stream (spec rnn-bptt §3.3).
+    """Truncated BPTT with k1 = k2 = k over one long batch-first stream (Chapter 1).
 
     The stream ``x`` (B, N, ...) and its targets ``y`` (B, N, ...) are cut into chunks of
     ``k`` steps. ``model(x_chunk, state)`` must return ``(output, new_state)``; ``carry``
     turns ``new_state`` into the next chunk's initial state (for a model that returns all
     hidden states, ``carry=lambda h: h[:, -1]``). The state is detached at every chunk
     boundary, so no gradient reaches further back than the start of the current chunk.
-    One optimizer update per chunk. Returns ``(chunk_losses, final_state)``; the gradients
-    of the last chunk stay in ``.grad``. A non-finite loss or gradient raises
+    One optimizer update per chunk, by :func:`fit`. Returns ``(chunk_losses, final_state)``;
+    the gradients of the last chunk stay in ``.grad``. A non-finite loss or gradient raises
     :class:`NonFiniteError` naming the chunk (counted from 0) before the optimizer uses it.
     """
     check_positive_int(k, "k")
-    if x.dim() < 2 or y.dim() < 2 or x.shape[:2] != y.shape[:2]:
-        raise ValueError(
-            "x and y must be batch-first streams (B, N, ...) with the same B and N, "
-            f"got {tuple(x.shape)} and {tuple(y.shape)}"
-        )
-    losses = []
-    for start in range(0, x.shape[1], k):
-        optimizer.zero_grad(set_to_none=True)
-        output, new_state = model(x[:, start : start + k], state)
-        loss = loss_fn(output, y[:, start : start + k])
-        if not torch.isfinite(loss):
-            raise NonFiniteError(len(losses), "loss", loss.item())
-        loss.backward()
-        norm = clip(model.parameters(), clip_mode, clip_at)
-        if not math.isfinite(norm):
-            raise NonFiniteError(len(losses), "gradient norm", norm)
-        optimizer.step()
-        losses.append(loss.item())
-        state = _detach(carry(new_state))
-    return losses, state
+    _check_streams(x, y)
+    if x.shape[1] == 0:
+        return [], state
+    windows, carried = _Windows(x, y, k), _CarriedState(loss_fn, state, carry)
+    history = fit(
+        model,
+        windows,
+        carried,
+        steps=windows.per_epoch,
+        optimizer=optimizer,
+        clip_mode=clip_mode,
+        clip_at=clip_at,
+        progress=False,
+    )
+    return history.loss, carried.state
 
 
 @torch.no_grad()
@@ -322,11 +362,7 @@ def stream_loss(
     For a language model with a per-token cross-entropy, ``exp`` of this is the perplexity.
     """
     check_positive_int(k, "k")
-    if x.dim() < 2 or y.dim() < 2 or x.shape[:2] != y.shape[:2]:
-        raise ValueError(
-            "x and y must be batch-first streams (B, N, ...) with the same B and N, "
-            f"got {tuple(x.shape)} and {tuple(y.shape)}"
-        )
+    _check_streams(x, y)
     was_training = model.training
     model.eval()
     total, steps = 0.0, 0
@@ -338,3 +374,197 @@ def stream_loss(
         state = carry(new_state)
     model.train(was_training)
     return total / steps
+
+
+# --- language models: next-token prediction over parallel streams of ids -------------------
+#
+# A language model is any ``model(tokens, state) -> (logits, state)`` with tokens (B, L) and
+# logits (B, L, V), such as rnnbook.models.LanguageModel or ClockworkLM. ``stream`` is what
+# rnnbook.data.ptb.batchify returns, ids (B, N); the model reads stream[:, t] and predicts
+# stream[:, t + 1], in the windows of rnnbook.data.ptb.bptt_windows.
+
+LN2 = math.log(2.0)
+
+
+def token_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The mean cross-entropy per token, ``-(1/BL) sum_{b,t} log softmax(z_{b,t})[y_{b,t}]``
+    in nats, of logits (B, L, V) against target ids (B, L)."""
+    return nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten())  # over B*L
+
+
+def _check_lm_stream(stream, name: str = "stream") -> None:
+    if (
+        not isinstance(stream, torch.Tensor)
+        or stream.dim() != 2
+        or stream.dtype.is_floating_point
+        or stream.dtype.is_complex
+        or stream.shape[1] < 2
+    ):
+        if torch.is_tensor(stream):
+            got = f"{stream.dtype} of shape {tuple(stream.shape)}"
+        else:
+            got = type(stream).__name__
+        raise ValueError(
+            f"{name} must hold integer ids of shape (B, N) with N >= 2 (see "
+            f"rnnbook.data.ptb.batchify), got {got}"
+        )
+
+
+def fit_lm(
+    model: nn.Module,
+    train: torch.Tensor,
+    *,
+    epochs: int,
+    k: int = 35,
+    lr: float = 3e-3,
+    optimizer: torch.optim.Optimizer | None = None,
+    clip_at: float | None = 10.0,
+    valid: torch.Tensor | None = None,
+    report: str = "ppl",
+    on_nonfinite: str = "raise",
+    desc: str = "language model",
+    progress: bool | None = None,
+) -> History:
+    """Train a language model on the streams ``train`` (B, N) for ``epochs`` epochs.
+
+    Each epoch walks through the BPTT windows of ``k`` tokens (the last one shorter) with
+    one update per window, by :func:`fit` (Adam with ``lr`` unless an ``optimizer`` is
+    given; global-norm clipping at ``clip_at``, ``None`` for none; the NaN guard). The state
+    is carried from window to window and detached at every window's start (truncated BPTT,
+    Chapter 1); every epoch starts from the zero state. Part II's quick recipe
+    (Chapters 5-7) is the default: Adam 3e-3, k = 35, clip 10.
+
+    ``report`` is ``"ppl"`` (perplexity, for words) or ``"bpc"`` (bits per character): after
+    every epoch ``history.evals`` gets ``train_<report>``, from the epoch's window losses
+    weighted by their token counts, and, when ``valid`` (B', N') is given,
+    ``valid_<report>`` from :func:`lm_loss`.
+    """
+    check_positive_int(epochs, "epochs")
+    check_positive_int(k, "k")
+    check_choice(report, "report", ("ppl", "bpc"))
+    _check_lm_stream(train, "train")
+    if valid is not None:
+        _check_lm_stream(valid, "valid")
+    convert = math.exp if report == "ppl" else (lambda loss: loss / LN2)
+    windows = _Windows(train[:, :-1], train[:, 1:], k)
+
+    def evaluate(m: nn.Module) -> dict[str, float]:
+        return {} if valid is None else {f"valid_{report}": convert(lm_loss(m, valid, k))}
+
+    history = fit(
+        model,
+        windows,
+        _CarriedState(token_cross_entropy),
+        steps=epochs * windows.per_epoch,
+        lr=lr,
+        optimizer=optimizer,
+        clip_mode=None if clip_at is None else "norm",
+        clip_at=1.0 if clip_at is None else clip_at,
+        evaluate=evaluate,
+        eval_every=windows.per_epoch,
+        on_nonfinite=on_nonfinite,
+        desc=desc,
+        progress=progress,
+    )
+    train_metric = history.evals.setdefault(f"train_{report}", [])
+    for first in range(0, history.steps, windows.per_epoch):
+        steps = range(first, min(first + windows.per_epoch, history.steps))
+        tokens = [windows.length(step % windows.per_epoch) for step in steps]
+        total = sum(history.loss[step] * n for step, n in zip(steps, tokens, strict=True))
+        train_metric.append((steps[-1], convert(total / sum(tokens))))
+    return history
+
+
+def lm_loss(model: nn.Module, stream: torch.Tensor, k: int = 35, state=None) -> float:
+    """The mean cross-entropy per predicted token (nats) of a language model on ``stream``
+    (B, N), window by window as :func:`fit_lm` trains, the state carried, no gradient.
+
+    Every one of the B (N - 1) predictions counts once, whatever ``k``: windows are
+    weighted by their length. See :func:`perplexity` and :func:`bits_per_char`.
+    """
+    _check_lm_stream(stream)
+    return stream_loss(model, stream[:, :-1], stream[:, 1:], k, token_cross_entropy, state=state)
+
+
+def perplexity(model: nn.Module, stream: torch.Tensor, k: int = 35, state=None) -> float:
+    """``exp`` of the mean cross-entropy per token (:func:`lm_loss`): the size of a uniform
+    choice that is as uncertain; a model that gives every one of V tokens 1/V scores V."""
+    return math.exp(lm_loss(model, stream, k, state))
+
+
+def bits_per_char(model: nn.Module, stream: torch.Tensor, k: int = 35, state=None) -> float:
+    """The mean cross-entropy per character in bits, :func:`lm_loss` / ln 2 (bpc); a
+    uniform guess among V characters scores log2 V."""
+    return lm_loss(model, stream, k, state) / LN2
+
+
+def unigram_perplexity(train: torch.Tensor, ids: torch.Tensor, vocab_size: int) -> float:
+    """The perplexity on ``ids`` of the unigram model estimated on ``train``,
+    ``p(w) = count_train(w) / N_train``: the baseline that a language model must beat.
+
+    ``exp(-(1/N) sum_n log p(ids_n))``; infinite if ``ids`` holds a token absent from
+    ``train``. Both are ids of any shape under a vocabulary of ``vocab_size`` tokens.
+    """
+    check_positive_int(vocab_size, "vocab_size")
+    for name, t in (("train", train), ("ids", ids)):
+        if not torch.is_tensor(t) or t.dtype.is_floating_point or t.numel() == 0:
+            raise ValueError(f"{name} must be a non-empty tensor of integer ids, got {t!r}")
+        if t.min() < 0 or t.max() >= vocab_size:
+            raise ValueError(f"{name} must hold ids in [0, {vocab_size}), got {t.min()}..{t.max()}")
+    counts = torch.bincount(train.flatten(), minlength=vocab_size).double()
+    log_p = counts.log() - math.log(train.numel())  # (V,)
+    return math.exp(-log_p[ids.flatten()].mean().item())
+
+
+@torch.no_grad()
+def sample(
+    model: nn.Module,
+    prompt: torch.Tensor,
+    n: int,
+    *,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+    state=None,
+) -> torch.Tensor:
+    """Generate ``n`` ids after the ``prompt`` ids (L,) from a language model.
+
+    The model reads the prompt (from ``state``, zero by default), then draws each next
+    token from ``softmax(z / temperature)`` and reads it back (char-rnn's sampling):
+    ``temperature`` 1 samples the model's distribution, below 1 sharpens it, above 1
+    flattens it, and 0 takes the most likely token (greedy). ``generator`` makes the draw
+    reproducible. Returns the new ids (n,), without the prompt; decode them with
+    :func:`rnnbook.data.ptb.decode`. The model is run in eval mode and then put back.
+
+    A model whose answer depends on where a call starts (ClockworkLM restarts its clock
+    at every call) sees every sampled token as the start of a window.
+    """
+    check_positive_int(n, "n")
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not math.isfinite(temperature)
+        or temperature < 0
+    ):
+        raise ValueError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    if not torch.is_tensor(prompt) or prompt.dim() != 1 or prompt.numel() == 0:
+        got = tuple(prompt.shape) if torch.is_tensor(prompt) else type(prompt).__name__
+        raise ValueError(f"prompt must be a non-empty 1-d tensor of ids (L,), got {got}")
+    if prompt.dtype.is_floating_point or prompt.dtype.is_complex:
+        raise ValueError(f"prompt must hold integer ids, got {prompt.dtype}")
+    was_training = model.training
+    model.eval()
+    try:
+        logits, state = model(prompt.long().unsqueeze(0), state)  # (1, L, V)
+        out = torch.empty(n, dtype=torch.long)
+        for t in range(n):
+            z = logits[0, -1]  # (V,)
+            if temperature == 0:
+                out[t] = z.argmax()
+            else:
+                p = torch.softmax(z.double() / temperature, dim=-1)
+                out[t] = torch.multinomial(p, 1, generator=generator)[0]
+            if t < n - 1:
+                logits, state = model(out[t].view(1, 1), state)  # (1, 1, V)
+    finally:
+        model.train(was_training)
+    return out

@@ -8,11 +8,19 @@ import pytest
 import torch
 from torch import nn
 
-from rnnbook.models.clockwork import CWLSTM, CWRNN
+from rnnbook.models.clockwork import (
+    CWLSTM,
+    CWRNN,
+    GATES,
+    IDLE_GATES,
+    ClockworkLM,
+    module_runs,
+    recurrent_share,
+)
 from rnnbook.models.lstm import LSTMCell
 from rnnbook.models.recurrent import Recurrent
 from rnnbook.models.srn import SRNCell
-from rnnbook.skip import clock, lcm
+from rnnbook.skip import clock, lcm, update_rate, window_update_rate
 from rnnbook.testing import assert_close_ulps
 
 F64 = torch.float64
@@ -27,11 +35,11 @@ def _cwrnn(periods, H=16, connectivity="uni", seed=0, **kw):
     return CWRNN(2, H, 3, periods, connectivity=connectivity, **kw).double()
 
 
-@pytest.mark.parametrize("t0", [0, 3])
-def test_a_module_updates_exactly_when_its_clock_ticks_and_is_copied_otherwise(t0):
-    periods = (1, 2, 4, 8)
+@pytest.mark.parametrize("mode", ["sliced", "masked"])
+@pytest.mark.parametrize("periods, t0", [((1, 2, 4, 8), 0), ((1, 2, 4, 8), 3), ((1, 2, 3, 5), 7)])
+def test_a_module_updates_exactly_when_its_clock_ticks_and_is_copied_otherwise(periods, t0, mode):
     model = _cwrnn(periods)
-    _, h, _ = model(_x(), t0=t0)
+    _, h, _ = model(_x(), t0=t0, mode=mode)
     ticks = clock(periods, 40, t0)
     k = model.module_size
     for t in range(1, 40):
@@ -44,18 +52,55 @@ def test_a_module_updates_exactly_when_its_clock_ticks_and_is_copied_otherwise(t
                 assert same, (t, m)  # a copy, bit for bit
 
 
-@pytest.mark.parametrize("periods", [(1, 2, 4, 8), (1, 2, 3, 4), (1, 1, 2, 4), (2, 2, 4, 4)])
+PERIOD_SETS = [(1, 2, 4, 8), (1, 2, 3, 4), (1, 1, 2, 4), (2, 2, 4, 4), (3, 5, 5, 7)]
+
+
+@pytest.mark.parametrize("periods", PERIOD_SETS)
 @pytest.mark.parametrize("connectivity", ["uni", "bi"])
-def test_real_skipping_computes_what_compute_then_mask_computes(periods, connectivity):
-    model = _cwrnn(periods, connectivity=connectivity)
-    x = _x()
-    y_sliced, h_sliced, _ = model(x, mode="sliced")
-    y_masked, h_masked, _ = model(x, mode="masked")
-    assert_close_ulps(h_sliced, h_masked)
-    assert_close_ulps(y_sliced, y_masked)
-    g_sliced = torch.autograd.grad(y_sliced.sum(), model.weight_hh)[0]
-    g_masked = torch.autograd.grad(model(x, mode="masked")[0].sum(), model.weight_hh)[0]
-    assert_close_ulps(g_sliced, g_masked, ulps=64)  # a sum over 40 steps of 3 sequences
+@pytest.mark.parametrize("activation", ["tanh", "linear"])
+def test_real_skipping_computes_what_compute_then_mask_computes(periods, connectivity, activation):
+    model = _cwrnn(periods, connectivity=connectivity, activation=activation)
+    with torch.no_grad():
+        model.bias.uniform_(-1, 1)
+    x = _x().requires_grad_()
+    h0 = torch.randn(3, 16, dtype=F64, generator=torch.Generator().manual_seed(1))
+    h0.requires_grad_()
+    results = {}
+    for mode in ("sliced", "masked"):
+        y, h, h_L = model(x, h0, t0=2, mode=mode)
+        loss = (y**2).sum() + h_L.sum()  # gradients from every output and from the last state
+        results[mode] = (y, h, h_L, *torch.autograd.grad(loss, [x, h0, *model.parameters()]))
+    for k, (sliced, masked) in enumerate(zip(results["sliced"], results["masked"])):
+        assert_close_ulps(sliced, masked, ulps=8 if k < 3 else 64)  # gradients: sums over steps
+
+
+@pytest.mark.parametrize(
+    "periods, connectivity", [((1, 2, 4), "uni"), ((1, 2, 3), "bi"), ((2, 3, 3), "uni")]
+)
+def test_the_hand_written_backward_of_real_skipping_passes_gradcheck(periods, connectivity):
+    model = _cwrnn(periods, H=6, connectivity=connectivity)
+    names = [name for name, _ in model.named_parameters()]
+    params = [p.detach().clone().requires_grad_() for p in model.parameters()]
+    x = _x(B=2, L=7).requires_grad_()
+    h0 = torch.randn(2, 6, dtype=F64, requires_grad=True)
+
+    def outputs(x, h0, *params):
+        state = dict(zip(names, params))
+        return torch.func.functional_call(model, state, (x, h0), {"t0": 1})[0]
+
+    assert torch.autograd.gradcheck(outputs, (x, h0, *params))
+
+
+def test_an_idle_module_is_not_computed_at_all():
+    """Poison the slowest module's rows: it never ticks in this window, so real skipping
+    never reads them, while compute-then-mask multiplies them and 0 · NaN is NaN."""
+    model = _cwrnn((1, 2, 4, 8))
+    with torch.no_grad():
+        model.weight_hh[12:16] = float("nan")  # the rows (destinations) of module 3, T = 8
+    x = _x(L=7)
+    assert torch.isfinite(model(x, t0=1, mode="sliced")[0]).all()  # steps 1..7: no tick
+    assert torch.isnan(model(x, t0=1, mode="masked")[0]).any()
+    assert torch.isnan(model(x, t0=0, mode="sliced")[0]).any()  # t = 0: it ticks
 
 
 def test_masked_weights_stay_zero_and_get_no_gradient():
@@ -66,8 +111,11 @@ def test_masked_weights_stay_zero_and_get_no_gradient():
     assert (model.weight_hh.grad[model.mask == 0] == 0).all()
 
 
-def test_all_periods_one_and_dense_connections_is_the_srn():
+@pytest.mark.parametrize("mode", ["sliced", "masked"])
+def test_all_periods_one_and_dense_connections_is_the_srn(mode):
     model = _cwrnn((1, 1, 1, 1), connectivity="bi")
+    with torch.no_grad():
+        model.bias.uniform_(-1, 1)
     cell = SRNCell(2, 16).double()
     with torch.no_grad():
         cell.weight_ih.copy_(model.weight_ih)
@@ -75,15 +123,60 @@ def test_all_periods_one_and_dense_connections_is_the_srn():
         cell.bias_ih.copy_(model.bias)
         cell.bias_hh.zero_()
     x = _x()
-    assert_close_ulps(model(x)[1], Recurrent(cell)(x)[0])
+    h, _ = Recurrent(cell)(x)
+    h_cw = model(x, mode=mode)[1]
+    assert_close_ulps(h_cw, h)
+    weights = lambda net: [net.weight_ih, net.weight_hh]  # noqa: E731
+    ours = torch.autograd.grad((h_cw**2).sum(), weights(model))
+    theirs = torch.autograd.grad((h**2).sum(), weights(cell))
+    for a, b in zip(ours, theirs):
+        assert_close_ulps(a, b, ulps=64)
+    rnn = nn.RNN(2, 16, batch_first=True).double()  # and torch's
+    with torch.no_grad():
+        rnn.weight_ih_l0.copy_(model.weight_ih)
+        rnn.weight_hh_l0.copy_(model.weight_hh)
+        rnn.bias_ih_l0.copy_(model.bias)
+        rnn.bias_hh_l0.zero_()
+    torch.testing.assert_close(h_cw, rnn(x)[0], rtol=1e-12, atol=1e-12)
 
 
-def test_a_clock_started_at_the_lcm_is_a_clock_started_at_zero():
+@pytest.mark.parametrize("mode", ["sliced", "masked"])
+def test_a_clock_started_at_the_lcm_is_a_clock_started_at_zero(mode):
     periods = (1, 2, 3, 4)
     model = _cwrnn(periods)
+    lstm = CWLSTM(2, 16, 3, periods).double()
     x = _x()
-    assert torch.equal(model(x, t0=lcm(periods))[0], model(x, t0=0)[0])  # the same computation
-    assert not torch.equal(model(x, t0=1)[0], model(x, t0=0)[0])
+    for net in (model, lstm):  # the same schedule, so the same computation: bitwise
+        assert torch.equal(net(x, t0=lcm(periods), mode=mode)[0], net(x, t0=0, mode=mode)[0])
+        assert not torch.equal(net(x, t0=1, mode=mode)[0], net(x, t0=0, mode=mode)[0])
+
+
+def test_the_update_rate_of_a_clockwork_model_is_its_window_rate():
+    model = _cwrnn((1, 2, 4, 8))
+    decisions = model.update_decisions(B=3, L=35, t0=5)
+    assert decisions.shape == (3, 35, 16)
+    assert update_rate(decisions) == pytest.approx(window_update_rate((1, 2, 4, 8), 35, 5))
+
+
+def test_module_runs_are_a_prefix_when_periods_divide_each_other():
+    for runs in module_runs((1, 2, 4, 8, 16, 32, 64, 128), 256, t0=3):
+        ticking = [(first, end) for first, end, ticks in runs if ticks]
+        assert len(ticking) == 1 and ticking[0][0] == 0
+    assert module_runs((1, 2, 4), 2) == (((0, 3, True),), ((0, 1, True), (1, 3, False)))
+    # (1, 2, 3, 4, 5) at t = 10: modules T = 1, 2, 5 tick, two runs
+    assert module_runs((1, 2, 3, 4, 5), 11)[10] == ((0, 2, True), (2, 4, False), (4, 5, True))
+    assert module_runs((2, 4), 2, t0=1)[0] == ((0, 2, False),)  # nobody ticks
+    assert module_runs((1, 2, 3), 20, t0=6) == module_runs((1, 2, 3), 20, t0=0)
+
+
+def test_recurrent_share_of_real_skipping():
+    periods = (1, 2, 4, 8, 16, 32, 64, 128)
+    # with dense connections a ticking module reads every column: the update rate
+    assert recurrent_share(periods, 256, "bi") == pytest.approx(window_update_rate(periods, 256))
+    # uni: module m reads M - m of the M modules; 1..128 over 256 steps is 0.219 of the SRN's
+    expected = sum((256 // T) * (8 - m) for m, T in enumerate(periods)) / (256 * 64)
+    assert recurrent_share(periods, 256, "uni") == pytest.approx(expected)
+    assert round(expected, 3) == 0.219
 
 
 @pytest.mark.parametrize(
@@ -94,6 +187,8 @@ def test_a_clock_started_at_the_lcm_is_a_clock_started_at_zero():
         (lambda: CWRNN(7, 15, 7, (1, 2, 4, 8, 12)), 367),
         (lambda: CWRNN(1, 64, 1, (1,) * 8, connectivity="bi"), 4_289),  # = the SRN's
         (lambda: CWLSTM(1, 64, 1, (1,) * 4, connectivity="bi"), 16_961),  # = the LSTM's
+        (lambda: CWRNN(7, 15, 7, (1,) * 5, connectivity="bi"), 457),  # the Reber SRN
+        (lambda: CWLSTM(7, 15, 7, (1,) * 5, connectivity="bi"), 1_492),  # the Reber LSTM
     ],
 )
 def test_parameter_counts_of_the_source(build, count):
@@ -114,11 +209,12 @@ def _lstm_pair(skip_target, connectivity="bi", periods=(1, 1, 1, 1)):
     return model, cell
 
 
+@pytest.mark.parametrize("mode", ["sliced", "masked"])
 @pytest.mark.parametrize("skip_target", ["c", "h", "ch", "i"])
-def test_every_skip_target_with_periods_one_is_the_lstm(skip_target):
+def test_every_skip_target_with_periods_one_is_the_lstm(skip_target, mode):
     model, cell = _lstm_pair(skip_target)
     x = _x()
-    _, h, (h_L, c_L) = model(x)
+    _, h, (h_L, c_L) = model(x, mode=mode)
     h_ref, (h_n, c_n) = Recurrent(cell)(x)
     assert_close_ulps(h, h_ref)
     assert_close_ulps(c_L, c_n[0])
@@ -131,21 +227,23 @@ def test_every_skip_target_with_periods_one_is_the_lstm(skip_target):
     torch.testing.assert_close(h, torch_lstm(x)[0], rtol=1e-12, atol=1e-12)
 
 
-def test_the_four_targets_agree_with_periods_one_and_the_uni_mask():
-    outputs = {t: _lstm_pair(t, "uni")[0](_x())[1] for t in ("c", "h", "ch", "i")}
+@pytest.mark.parametrize("mode", ["sliced", "masked"])
+def test_the_four_targets_agree_with_periods_one_and_the_uni_mask(mode):
+    outputs = {t: _lstm_pair(t, "uni")[0](_x(), mode=mode)[1] for t in ("c", "h", "ch", "i")}
     for target in ("h", "ch", "i"):
         assert_close_ulps(outputs[target], outputs["c"])
 
 
+@pytest.mark.parametrize("mode", ["sliced", "masked"])
 @pytest.mark.parametrize("skip_target", ["c", "h", "ch", "i"])
-def test_what_an_idle_module_keeps(skip_target):
+def test_what_an_idle_module_keeps(skip_target, mode):
     periods = (1, 4)
     torch.manual_seed(1)
     model = CWLSTM(2, 8, 3, periods, skip_target=skip_target).double()
     x = _x(L=6)
     hs, cs, state = [], [], None
     for t in range(6):  # one step at a time, with the clock's time as t0
-        _, h, state = model(x[:, t : t + 1], state, t0=t)
+        _, h, state = model(x[:, t : t + 1], state, t0=t, mode=mode)
         hs.append(state[0])
         cs.append(state[1])
     slow = slice(4, 8)  # module 1 (period 4) is idle at t = 1, 2, 3, 5
@@ -159,6 +257,43 @@ def test_what_an_idle_module_keeps(skip_target):
         z = x[:, 1] @ model.weight_ih.T + model.bias + hs[0] @ W.T
         f = torch.sigmoid(z[:, 8:16])
         assert_close_ulps(cs[1][:, slow], (f * cs[0])[:, slow])
+
+
+@pytest.mark.parametrize("periods", PERIOD_SETS)
+@pytest.mark.parametrize("connectivity", ["uni", "bi"])
+@pytest.mark.parametrize("skip_target", ["c", "h", "ch", "i"])
+def test_real_skipping_in_the_lstm_computes_what_compute_then_mask_computes(
+    periods, connectivity, skip_target
+):
+    torch.manual_seed(0)
+    model = CWLSTM(2, 16, 3, periods, skip_target, connectivity).double()
+    with torch.no_grad():
+        model.bias.uniform_(-1, 1)
+    x = _x(L=30).requires_grad_()
+    g = torch.Generator().manual_seed(1)
+    state = tuple(torch.randn(3, 16, dtype=F64, generator=g) for _ in range(2))
+    results = {}
+    for mode in ("sliced", "masked"):
+        y, h, (h_L, c_L) = model(x, state, t0=1, mode=mode)
+        loss = (y**2).sum() + c_L.sum()
+        results[mode] = (y, h, h_L, c_L, *torch.autograd.grad(loss, [x, *model.parameters()]))
+    for k, (sliced, masked) in enumerate(zip(results["sliced"], results["masked"])):
+        assert_close_ulps(sliced, masked, ulps=8 if k < 4 else 64)  # gradients: sums over steps
+
+
+@pytest.mark.parametrize("skip_target", ["c", "h", "ch", "i"])
+def test_an_idle_lstm_module_computes_only_the_gates_its_target_needs(skip_target):
+    """Poison the rows of the gates the target does not need, in the slowest module: real
+    skipping never reads them while the module is idle; compute-then-mask does."""
+    model = CWLSTM(2, 16, 3, (1, 2, 4, 8), skip_target).double()
+    H, slow = 16, torch.arange(12, 16)
+    with torch.no_grad():
+        for gate, q in GATES.items():
+            if gate not in IDLE_GATES[skip_target]:
+                model.weight_hh[q * H + slow] = float("nan")
+    x = _x(L=7)
+    assert torch.isfinite(model(x, t0=1, mode="sliced")[0]).all()  # module 3 idle throughout
+    assert torch.isnan(model(x, t0=1, mode="masked")[0]).any()
 
 
 def test_the_forget_bias_starts_at_two():
@@ -179,6 +314,29 @@ def test_the_forget_bias_starts_at_two():
         (lambda: CWRNN(2, 8, 1, (1, 2))(torch.zeros(3, 5, 2), t0=-2), "t0"),
         (lambda: CWRNN(2, 8, 1, (1, 2))(torch.zeros(3, 5, 2), mode="fast"), "mode"),
         (lambda: CWRNN(2, 8, 1, (1, 2))(torch.zeros(3, 5, 2), torch.zeros(2, 8)), "h0"),
+        (lambda: CWRNN(2, 8, 1, (1, 2.0)), "positive integer"),
+        (lambda: CWRNN(2, 8, 1, (0, 2)), "positive integer"),
+        (lambda: CWRNN(2, 8, 1, (True, 2)), "positive integer"),
+        (lambda: CWRNN(2, 8, 1, ()), "at least one module"),
+        (lambda: CWRNN(2, 8, 1, (1, 2))(torch.zeros(3, 0, 2)), "at least one time step"),
+        (lambda: CWLSTM(2, 10, 1, (1, 2, 4)), "equal modules"),
+        (lambda: CWLSTM(2, 8, 1, (1, 2), connectivity="full"), "connectivity"),
+        (lambda: CWLSTM(2, 8, 1, (1, 2), forget_bias="2"), "forget_bias"),
+        (lambda: CWLSTM(2, 8, 1, (1, 2))(torch.zeros(3, 5, 3)), "input size"),
+        (lambda: CWLSTM(2, 8, 1, (1, 2))(torch.zeros(3, 5, 2), mode="fast"), "mode"),
+        (lambda: CWLSTM(2, 8, 1, (1, 2))(torch.zeros(3, 5, 2), torch.zeros(3, 8)), "pair"),
+        (
+            lambda: CWLSTM(2, 8, 1, (1, 2))(torch.zeros(3, 5, 2), (torch.zeros(3, 8),) * 2, t0=0.5),
+            "t0",
+        ),
+        (
+            lambda: CWLSTM(2, 8, 1, (1, 2))(
+                torch.zeros(3, 5, 2), (torch.zeros(3, 8), torch.zeros(3, 4))
+            ),
+            "c0",
+        ),
+        (lambda: module_runs((1, 2), 0), "L"),
+        (lambda: recurrent_share((1, 2), 5, "dense"), "connectivity"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_clear_message(call, message):
@@ -188,8 +346,6 @@ def test_bad_arguments_are_refused_with_a_clear_message(call, message):
 
 @pytest.mark.parametrize("cell", ["rnn", "lstm"])
 def test_the_language_model_carries_its_state_across_windows(cell):
-    from rnnbook.models.clockwork import ClockworkLM
-
     torch.manual_seed(0)
     model = ClockworkLM(50, 10, (1, 2), cell=cell).double()
     tokens = torch.randint(0, 50, (2, 7))

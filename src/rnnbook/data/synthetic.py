@@ -146,7 +146,7 @@ def mackey_glass(
 def copy_task(
     B: int, L: int | tuple[int, int], width: int = 8, generator=None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The copy task of the NTM (Graves et al. 2014 §4.1; spec ntm §5.1).
+    """The copy task of the NTM (Graves et al. 2014, section 4.1; Chapter 3).
 
     ``L`` is the length shared by the whole batch, or a range ``(low, high)`` from which one
     length is drawn uniformly (both ends included) with ``generator``: ``(1, 20)`` is the

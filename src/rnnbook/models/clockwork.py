@@ -1,43 +1,134 @@
 """The Clockwork RNN and the Clockwork LSTM with its four skip targets (Chapter 5).
 
-The hidden layer is split into M equal modules with periods T_1 <= ... <= T_M. Module m
-updates when its clock ticks, ``(t0 + t) mod T_m = 0``, and otherwise keeps its state
-(skip-update), as a CWRNN step:
+The hidden layer is split into M equal modules of k = H/M units with periods
+T_1 <= ... <= T_M. Module m updates when its clock ticks, ``(t0 + t) mod T_m = 0``
+(skip-clock), and otherwise keeps its state (skip-update), as a CWRNN step:
 
-    h_t^(m) = tanh(W_x^(m) x_t + Σ_{l >= m} W_h^(m,l) h_{t−1}^(l) + b^(m))   if it ticks
-    h_t^(m) = h_{t−1}^(m)                                                     otherwise   (cw-rnn)
+    h_t^(m) = f(W_x^(m) x_t + Σ_{l >= m} W_h^(m,l) h_{t−1}^(l) + b^(m))   if it ticks
+    h_t^(m) = h_{t−1}^(m)                                                  otherwise   (cw-rnn)
 
 With ``connectivity="uni"`` module m reads only modules l >= m (slower ones, and itself):
 the recurrent matrix is block-upper-triangular in torch's layout ``W[destination, source]``
-(:func:`rnnbook.skip.connectivity_mask`); ``"bi"`` keeps it dense. Parameters keep torch's
-layout (``weight_ih`` (H, d_x), ``weight_hh`` (H, H)) with one bias vector; masked weights
-are zero from the start and the mask is applied again in every forward pass, so they get no
-gradient and :meth:`CWRNN.n_parameters` does not count them.
+(cw-mask, :func:`rnnbook.skip.connectivity_mask`); ``"bi"`` keeps it dense. Parameters keep
+torch's layout (``weight_ih`` (H, d_x), ``weight_hh`` (H, H)) with one bias vector; masked
+weights are zero from the start and the mask is applied again in every forward pass, so
+they get no gradient, and :meth:`CWRNN.n_parameters` does not count them (cw-params):
+``k² M (M + 1) / 2 = H² (M + 1) / (2M)`` recurrent weights are kept.
 
-Real skipping: the clock is known before the step, so a module that does not tick is not
-computed (``mode="sliced"``): each ticking module multiplies its own rows of the recurrent
-matrix, and with the "uni" mask only the columns of the modules it reads, so a step costs
-its ticking modules' share of the arithmetic. (When every period divides the next, the
-ticking modules are always the first few: a contiguous slice of the rows.)
+**Real skipping** (``mode="sliced"``, the default). The clock is known before the step, so
+a module that does not tick is not computed at all. At each step the ticking modules form
+runs of neighbouring modules (:func:`module_runs`), and each run R is one slice of the rows
+of the recurrent matrix and of the input projection ``x̂_t = W_x x_t + b``, computed once
+for the whole sequence:
+
+    h_t[R] = f(x̂_t[R] + h_{t−1}[S_R] W[R, S_R]ᵀ),   h_t[rest] = h_{t−1}[rest]     (cw-sliced)
+
+where S_R are the units the run's first module reads (all for "bi", its own and the slower
+modules' for "uni"). When every period divides the next (1, 2, 4, ...) the ticking modules
+are always the first few: one run, a prefix of the rows. Other period sets, such as
+(1, 2, 3, 4, 5), give a few runs, still computing only the ticking modules.
 ``mode="masked"`` computes every module and then keeps the idle ones (skip-update): the
-same numbers, none of the savings; it is the reference the tests and the benchmark compare
-against.
+same numbers, none of the savings, the reference the tests and the benchmark compare with.
+
+The sliced CWRNN runs its own backward pass, BPTT written out as in Chapter 1. With
+``g_t = ∂Loss/∂h_t`` (from the output at t and from step t + 1), the unit clock k_t, and
+``δ_t = g_t ⊙ f'(a_t)`` on the ticking units (0 on the idle ones),
+
+    g_{t−1} = (1 − k_t) ⊙ g_t + δ_t W + (the output's gradient at t − 1)          (cw-bptt)
+    ∂Loss/∂W[m, S_m] = Σ_{t: module m ticks} δ_t[m]ᵀ h_{t−1}[S_m]                   (cw-grad)
+
+so the backward loop also touches only ticking rows, and each module's weight gradient is
+one product over all the steps at which it ticked (autograd would record a few small
+operations per step and give every step its own weight gradient to allocate and add).
+The CWLSTM's real skipping stays with autograd; see :class:`CWLSTM`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from rnnbook._validate import check_choice, check_positive_int, check_size, check_tensor
-from rnnbook.skip import check_periods, clock, connectivity_mask, module_of_unit, skip_update
+from rnnbook.skip import (
+    check_periods,
+    check_t0,
+    clock,
+    connectivity_mask,
+    lcm,
+    module_of_unit,
+    skip_update,
+    unit_clock,
+)
 
 ACTIVATIONS = {"tanh": torch.tanh, "linear": lambda a: a}
 MODES = ("sliced", "masked")
 SKIP_TARGETS = ("c", "h", "ch", "i")
+GATES = {"i": 0, "f": 1, "g": 2, "o": 3}  # torch's gate order in the stacked weights
+# (cwlstm-targets): the gates a module computes under real skipping, sigmoid gates first
+TICKING_GATES = ("i", "f", "o", "g")
+IDLE_GATES = {"c": ("o",), "h": ("i", "f", "g"), "ch": (), "i": ("f", "o")}
+
+
+# --- the schedule of real skipping ----------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _runs(periods: tuple[int, ...], L: int, t0: int) -> tuple[tuple[tuple[int, int, bool], ...]]:
+    ticks = clock(periods, L, t0).tolist()  # (L, M) booleans
+    steps = []
+    for row in ticks:
+        runs, first = [], 0
+        for m in range(1, len(row) + 1):
+            if m == len(row) or row[m] != row[first]:
+                runs.append((first, m, row[first]))
+                first = m
+        steps.append(tuple(runs))
+    return tuple(steps)
+
+
+def module_runs(
+    periods: Sequence[int], L: int, t0: int = 0
+) -> tuple[tuple[tuple[int, int, bool], ...], ...]:
+    """The modules at each step of a window, as maximal runs of neighbours that tick or idle.
+
+    Returns, for each of the ``L`` steps, a tuple of ``(first, end, ticks)``: modules
+    ``first .. end − 1`` all tick (``ticks=True``) or all keep their state. Real skipping
+    computes one slice of rows per ticking run (cw-sliced). With periods that divide each
+    other there is at most one ticking run, and it starts at module 0 (a prefix). For
+    periods (1, 2, 4), the first four steps are ``((0, 3, True),)``, then
+    ``((0, 1, True), (1, 3, False))``, ``((0, 2, True), (2, 3, False))`` and
+    ``((0, 1, True), (1, 3, False))`` again.
+    """
+    periods = check_periods(periods)
+    check_positive_int(L, "L")
+    check_t0(t0)
+    return _runs(periods, L, t0 % lcm(periods))  # the schedule repeats after lcm(periods)
+
+
+def recurrent_share(
+    periods: Sequence[int], L: int, connectivity: str = "uni", t0: int = 0
+) -> float:
+    """The recurrent arithmetic of real skipping over a window, as a share of a dense SRN's.
+
+    Counts the products of each ticking module's rows with the columns it reads (all H for
+    ``"bi"``, those of modules m..M for ``"uni"``), over ``L`` steps from clock time t0,
+    divided by the dense ``L · H²``. For ``"bi"`` this is the window's update rate
+    (skip-u-window); the uni mask lowers it further, since slow modules read fewer columns.
+    """
+    check_choice(connectivity, "connectivity", ("uni", "bi"))
+    periods = check_periods(periods)
+    M = len(periods)
+    ticks = clock(periods, L, t0).double()  # (L, M)
+    columns = torch.tensor([M - m if connectivity == "uni" else M for m in range(M)])
+    return float((ticks * columns).sum()) / (L * M * M)
+
+
+# --- helpers shared by both models ----------------------------------------------------------
 
 
 def _normal_init_(weight: torch.Tensor) -> None:
@@ -47,13 +138,33 @@ def _normal_init_(weight: torch.Tensor) -> None:
     nn.init.normal_(weight, 0.0, 1.0 / math.sqrt(fan_in + fan_out))
 
 
-def _check_inputs(model, x: torch.Tensor, t0: int) -> None:
+def _check_inputs(model, x: torch.Tensor, t0: int, mode: str) -> None:
     check_tensor(x, "x", ndim=3)
     check_size(x, "x", 2, model.input_size, "the input size d_x")
     if x.shape[1] == 0:
         raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
-    if isinstance(t0, bool) or not isinstance(t0, int) or t0 < 0:
-        raise ValueError(f"the clock offset t0 must be a non-negative integer, got {t0!r}")
+    check_t0(t0)
+    check_choice(mode, "mode", MODES)
+
+
+def _check_state(part: torch.Tensor, name: str, B: int, H: int) -> None:
+    check_tensor(part, name, ndim=2)
+    if tuple(part.shape) != (B, H):
+        raise ValueError(f"{name} must have shape (B, H) = ({B}, {H}), got {tuple(part.shape)}")
+
+
+def _first_source(m: int, k: int, connectivity: str) -> int:
+    """The first unit module m reads (cw-mask): its own first unit ("uni") or unit 0 ("bi");
+    it reads every unit from there on."""
+    return m * k if connectivity == "uni" else 0
+
+
+def _read_out(readout: nn.Linear, states: torch.Tensor) -> torch.Tensor:
+    """``y_t = W_hy h_t + b_y`` of every unit, (B, L, d_y) and contiguous, from the states
+    (L, B, H), copying whichever side is smaller into batch-first order."""
+    if readout.out_features <= readout.in_features:
+        return readout(states).transpose(0, 1).contiguous()
+    return readout(states.transpose(0, 1))
 
 
 class _Clockwork(nn.Module):
@@ -64,8 +175,8 @@ class _Clockwork(nn.Module):
         check_positive_int(d_x, "d_x")
         self.periods = check_periods(periods)
         self.input_size, self.hidden_size, self.n_modules = d_x, H, len(self.periods)
-        self.module_size = H // self.n_modules
         self.register_buffer("module", module_of_unit(H, self.n_modules), persistent=False)
+        self.module_size = H // self.n_modules
         self.connectivity = connectivity
         self.register_buffer(
             "mask", connectivity_mask(H, self.n_modules, connectivity), persistent=False
@@ -73,7 +184,112 @@ class _Clockwork(nn.Module):
 
     def unit_clock(self, L: int, t0: int = 0) -> torch.Tensor:
         """(L, H): 1 where the unit's module ticks at step t of a window starting at t0."""
-        return clock(self.periods, L, t0)[:, self.module].float()
+        return unit_clock(self.periods, self.hidden_size, L, t0)
+
+    def update_decisions(self, B: int, L: int, t0: int = 0) -> torch.Tensor:
+        """(B, L, H) update decisions of a batch, for :func:`rnnbook.skip.update_rate`."""
+        return self.unit_clock(L, t0).expand(B, L, self.hidden_size)
+
+    def _first_source(self, m: int) -> int:
+        return _first_source(m, self.module_size, self.connectivity)
+
+
+# --- the Clockwork RNN ----------------------------------------------------------------------
+
+
+class _ClockedRecurrence(torch.autograd.Function):
+    """(cw-rnn) over a window, computing only the ticking runs of modules, with BPTT by hand.
+
+    Inputs: ``x_proj`` (L, B, H), the input part ``W_x x_t + b`` of every step; ``h0`` (B, H);
+    ``W`` (H, H), the masked recurrent matrix ``W[destination, source]``; ``plan``, the
+    slices of every step; ``tanh``, the activation (else linear). Returns the states
+    (L, B, H). The weight gradient is computed only where the mask keeps weights.
+    """
+
+    @staticmethod
+    def forward(ctx, x_proj, h0, W, plan, tanh):
+        steps, _, _ = plan
+        states = torch.empty_like(x_proj)  # (L, B, H)
+        h_prev = h0
+        for t, x_t in enumerate(x_proj):
+            h = states[t]  # (B, H), filled in place: no autograd inside
+            for rows, sources, ticks in steps[t]:
+                if ticks:  # (cw-sliced): only these rows, against the columns they read
+                    a = torch.addmm(x_t[:, rows], h_prev[:, sources], W[rows, sources].T)
+                    h[:, rows] = a.tanh_() if tanh else a  # (B, n)
+                else:  # (skip-update) with b = 0: a copy
+                    h[:, rows] = h_prev[:, rows]
+            h_prev = h
+        ctx.save_for_backward(h0, W, states)
+        ctx.plan, ctx.tanh = plan, tanh
+        return states
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_states):
+        h0, W, states = ctx.saved_tensors
+        steps, blocks, k = ctx.plan
+        L = states.shape[0]
+        grad_a = torch.zeros_like(states)  # (L, B, H) δ_t = dLoss/da_t: 0 where idle
+        grad_h = torch.zeros_like(h0)  # (B, H) g_t = dLoss/dh_t, carried back in time
+        for t in range(L - 1, -1, -1):
+            grad_h += grad_states[t]
+            ticking = [(rows, sources) for rows, sources, ticks in steps[t] if ticks]
+            if not ticking:
+                continue  # every module copied: the gradient passes unchanged
+            for rows, _ in ticking:
+                if ctx.tanh:
+                    h = states[t, :, rows]
+                    grad_a[t, :, rows] = grad_h[:, rows] * (1 - h * h)
+                else:
+                    grad_a[t, :, rows] = grad_h[:, rows]
+                grad_h[:, rows] = 0  # a ticking unit did not copy h_{t-1}
+            for rows, sources in ticking:  # (cw-bptt)
+                grad_h[:, sources].addmm_(grad_a[t, :, rows], W[rows, sources])
+        grad_W = None
+        if ctx.needs_input_grad[2]:
+            # (cw-grad): module m's rows, the columns it reads, summed over its ticks at once
+            grad_W = torch.zeros_like(W)
+            for rows, sources, ticks_at in blocks:
+                g, h_prev = grad_a[:, :, rows], states[:, :, sources]
+                if ticks_at and ticks_at[0] == 0:  # h_{-1} is h0
+                    grad_W[rows, sources] += g[0].T @ h0[:, sources]
+                    ticks_at = ticks_at[1:]
+                if not ticks_at:
+                    continue
+                if len(ticks_at) == L - 1:  # ticks at every step: no gather needed
+                    g, h_prev = g[1:], h_prev[:-1]
+                else:
+                    at = torch.tensor(ticks_at, device=W.device)
+                    g, h_prev = g.index_select(0, at), h_prev.index_select(0, at - 1)
+                grad_W[rows, sources] += g.reshape(-1, k).T @ h_prev.reshape(-1, h_prev.shape[-1])
+        return grad_a, grad_h, grad_W, None, None
+
+
+@functools.lru_cache(maxsize=64)
+def _rnn_plan(periods: tuple[int, ...], k: int, connectivity: str, L: int, t0: int):
+    """Per step, ``(rows, sources, ticks)`` for every run of modules; per module, its rows,
+    the columns it reads and the steps at which it ticks; and the module size k."""
+    M = len(periods)
+    H = M * k
+
+    steps = tuple(
+        tuple(
+            (slice(first * k, end * k), slice(_first_source(first, k, connectivity), H), ticks)
+            for first, end, ticks in runs
+        )
+        for runs in _runs(periods, L, t0)
+    )
+    ticks = clock(periods, L, t0)  # (L, M)
+    blocks = tuple(
+        (
+            slice(m * k, (m + 1) * k),
+            slice(_first_source(m, k, connectivity), H),
+            tuple(ticks[:, m].nonzero().flatten().tolist()),
+        )
+        for m in range(M)
+    )
+    return steps, blocks, k
 
 
 class CWRNN(_Clockwork):
@@ -81,12 +297,20 @@ class CWRNN(_Clockwork):
 
     Args:
         d_x, H, d_y: input, hidden and output sizes; H must split into equal modules.
-        periods: one period per module, non-decreasing, e.g. (1, 2, 4, 8).
+        periods: one period per module, positive integers, non-decreasing, e.g. (1, 2, 4, 8).
         connectivity: ``"uni"`` (block-triangular, the original) or ``"bi"`` (dense).
         activation: ``"tanh"`` or ``"linear"``.
 
-    ``forward(x, h0=None, t0=0, mode="sliced")`` takes x (B, L, d_x) and returns
+    ``forward(x, h0=None, t0=0, mode="sliced")`` takes x (B, L, d_x), an initial state h0
+    (B, H) (zeros if None) and the clock time t0 of the first step, and returns
     ``(y, h_all, h_L)``: outputs (B, L, d_y), states (B, L, H) and the last state (B, H).
+    ``mode="sliced"`` skips for real (cw-sliced), ``"masked"`` computes every module and
+    keeps the idle ones (skip-update). ``h_all`` is a batch-first view of time-major
+    storage; call ``.contiguous()`` before ``.view``.
+
+    With every period 1 and ``"bi"`` it is the SRN given the same weights (the SRN's two
+    biases summed into ``bias``); :meth:`update_decisions` gives the clock for
+    :func:`rnnbook.skip.update_rate`.
     """
 
     def __init__(
@@ -98,17 +322,19 @@ class CWRNN(_Clockwork):
         connectivity: str = "uni",
         activation: str = "tanh",
     ):
+        check_choice(connectivity, "connectivity", ("uni", "bi"))
         super().__init__(d_x, H, periods, connectivity)
         check_positive_int(d_y, "d_y")
         check_choice(activation, "activation", tuple(ACTIVATIONS))
         self.activation = activation
-        self.weight_ih = nn.Parameter(torch.empty(H, d_x))
-        self.weight_hh = nn.Parameter(torch.empty(H, H))
+        self.weight_ih = nn.Parameter(torch.empty(H, d_x))  # W_x
+        self.weight_hh = nn.Parameter(torch.empty(H, H))  # W_h, masked
         self.bias = nn.Parameter(torch.zeros(H))
         self.readout = nn.Linear(H, d_y)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Normal weights, std 1/sqrt(fan_in + fan_out); masked ones and the bias zero."""
         _normal_init_(self.weight_ih)
         _normal_init_(self.weight_hh)
         with torch.no_grad():
@@ -116,68 +342,47 @@ class CWRNN(_Clockwork):
             self.bias.zero_()
 
     def n_parameters(self) -> int:
-        """Trainable numbers, masked recurrent weights left out (the spec's counts)."""
+        """Trainable numbers, masked recurrent weights left out (cw-params)."""
         total = sum(p.numel() for p in self.parameters())
         return total - int((self.mask == 0).sum())
 
-    def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None, t0: int = 0, mode="sliced"):
-        _check_inputs(self, x, t0)
-        check_choice(mode, "mode", MODES)
+    def forward(
+        self,
+        x: torch.Tensor,
+        h0: torch.Tensor | None = None,
+        t0: int = 0,
+        mode="sliced",
+    ):
+        _check_inputs(self, x, t0, mode)
         B, L, _ = x.shape
-        h = x.new_zeros(B, self.hidden_size) if h0 is None else h0
-        check_tensor(h, "h0", ndim=2)
-        if tuple(h.shape) != (B, self.hidden_size):
-            raise ValueError(
-                f"h0 must have shape (B, H) = ({B}, {self.hidden_size}), got {tuple(h.shape)}"
-            )
-        act = ACTIVATIONS[self.activation]
-        x_proj = x @ self.weight_ih.T + self.bias  # (B, L, H): every step's input at once
-        ticks = clock(self.periods, L, t0)  # (L, M) booleans
-        states = []
+        H = self.hidden_size
+        if h0 is None:
+            h0 = x.new_zeros(B, H)
+        _check_state(h0, "h0", B, H)
+        W = self.weight_hh * self.mask  # (H, H), W[destination, source]
+        x_proj = nn.functional.linear(x.transpose(0, 1), self.weight_ih, self.bias)  # (L, B, H)
         if mode == "masked":
-            W = self.weight_hh * self.mask  # (H, H), W[destination, source]
-            for t, x_t in enumerate(x_proj.unbind(dim=1)):
-                update = ticks[t][self.module].to(x.dtype)  # (H,)
-                h = skip_update(act(x_t + h @ W.T), h, update)
-                states.append(h)
+            states = self._masked(x_proj, h0, W, t0)
         else:
-            blocks = self._blocks(self.weight_hh)
-            # each module's input at every step, split once (not sliced at every step)
-            x_modules = [x_m.unbind(dim=1) for x_m in x_proj.split(self.module_size, dim=2)]
-            for t in range(L):
-                h = self._sliced_step(
-                    h, [x_m[t] for x_m in x_modules], blocks, ticks[t].tolist(), act
-                )
-                states.append(h)
-        h_all = torch.stack(states, dim=1)
-        return self.readout(h_all), h_all, h
+            plan = self._plan(L, t0)
+            states = _ClockedRecurrence.apply(x_proj, h0, W, plan, self.activation == "tanh")
+        return _read_out(self.readout, states), states.transpose(0, 1), states[-1]
 
-    def _first_source(self, m: int) -> int:
-        """The first unit module m reads: its own first unit ("uni") or unit 0 ("bi")."""
-        return m * self.module_size if self.connectivity == "uni" else 0
+    def _masked(self, x_proj, h, W, t0):
+        """Compute every module, then keep the idle ones (skip-update): (L, B, H)."""
+        act = ACTIVATIONS[self.activation]
+        update = self.unit_clock(x_proj.shape[0], t0).to(x_proj)  # (L, H)
+        states = []
+        for x_t, b_t in zip(x_proj.unbind(0), update.unbind(0)):
+            h = skip_update(act(x_t + h @ W.T), h, b_t)  # (cw-rnn)
+            states.append(h)
+        return torch.stack(states)  # (L, B, H)
 
-    def _blocks(self, W: torch.Tensor) -> list[torch.Tensor]:
-        """Each module's rows of W, only the columns it reads, copied once per sequence: the
-        gradients of all steps then add up in these small blocks, not in the whole matrix.
-        The columns a module reads are exactly the ones the mask keeps, so no mask is needed
-        here, and the masked weights get no gradient."""
-        k = self.module_size
-        return [
-            W[m * k : (m + 1) * k, self._first_source(m) :].clone() for m in range(self.n_modules)
-        ]
-
-    def _sliced_step(self, h, x_t, blocks, ticking, act):
-        """Compute only the ticking modules' units; the others are the previous state.
-
-        ``x_t`` is the list of the modules' projected inputs at this step. The state is split
-        into its modules once (one node for autograd, not one slice per idle module)."""
-        parts = list(h.split(self.module_size, dim=1))
-        for m, (x_m, W_m, ticks) in enumerate(zip(x_t, blocks, ticking)):
-            if ticks:
-                first = self._first_source(m)
-                source = h if first == 0 else h[:, first:]
-                parts[m] = act(x_m + source @ W_m.T)
-        return torch.cat(parts, dim=1)
+    def _plan(self, L: int, t0: int):
+        """The slices of real skipping (see :func:`_rnn_plan`)."""
+        return _rnn_plan(
+            self.periods, self.module_size, self.connectivity, L, t0 % lcm(self.periods)
+        )
 
     def extra_repr(self) -> str:
         return (
@@ -186,25 +391,35 @@ class CWRNN(_Clockwork):
         )
 
 
+# --- the Clockwork LSTM ---------------------------------------------------------------------
+
+
 class CWLSTM(_Clockwork):
     """A Clockwork LSTM: an LSTM split into clocked modules, with one skip target.
 
     The mask applies to all four recurrent matrices; on every step (all units)
 
         z_t = W x_t + (W_h ⊙ [C; C; C; C]) h_{t−1} + b,  (i, f, ĉ, o) from z_t,
-        c̃_t = f ⊙ c_{t−1} + i ⊙ ĉ,
+        c̃_t = f ⊙ c_{t−1} + i ⊙ ĉ,                                              (cw-lstm)
 
     and the unit clock k_t decides what an idle module keeps (cwlstm-targets):
 
     * ``"c"``:  c_t = k ⊙ c̃_t + (1 − k) ⊙ c_{t−1},  h_t = o ⊙ tanh(c_t)
     * ``"h"``:  c_t = c̃_t,  h_t = k ⊙ o ⊙ tanh(c̃_t) + (1 − k) ⊙ h_{t−1}
     * ``"ch"``: both of the above: the idle module is frozen
-    * ``"i"``:  c_t = f ⊙ c_{t−1} + (k ⊙ i) ⊙ ĉ,  h_t = o ⊙ tanh(c_t)  (the input gate closed)
+    * ``"i"``:  c_t = f ⊙ c_{t−1} + (k ⊙ i) ⊙ ĉ,  h_t = o ⊙ tanh(c_t)  (the input gate closed,
+      i_t := 0, not copied from t − 1)
+
+    Real skipping (``mode="sliced"``, the default) computes, for an idle module, only the
+    gates its target still needs: none for ``"ch"``, o for ``"c"``, f and o for ``"i"``,
+    i, f and ĉ for ``"h"``; a ticking module computes all four. ``mode="masked"`` computes
+    everything and then applies the equations above as written.
 
     Gate order and layout are torch's (i, f, g, o): ``weight_ih`` (4H, d_x), ``weight_hh``
     (4H, H), one ``bias`` (4H) whose forget part starts at ``forget_bias`` (2, as the
     source). With every period 1 and ``"bi"`` every target is the plain LSTM.
-    ``forward(x, state=None, t0=0)`` returns ``(y, h_all, (h_L, c_L))``.
+    ``forward(x, state=None, t0=0, mode="sliced")`` takes x (B, L, d_x) and a state
+    ``(h0, c0)`` of (B, H) tensors, and returns ``(y, h_all, (h_L, c_L))``.
     """
 
     def __init__(
@@ -217,21 +432,26 @@ class CWLSTM(_Clockwork):
         connectivity: str = "uni",
         forget_bias: float = 2.0,
     ):
+        check_choice(connectivity, "connectivity", ("uni", "bi"))
         super().__init__(d_x, H, periods, connectivity)
         check_positive_int(d_y, "d_y")
         check_choice(skip_target, "skip_target", SKIP_TARGETS)
+        if isinstance(forget_bias, bool) or not isinstance(forget_bias, int | float):
+            raise ValueError(f"forget_bias must be a number, got {forget_bias!r}")
         self.skip_target, self.forget_bias = skip_target, float(forget_bias)
-        self.weight_ih = nn.Parameter(torch.empty(4 * H, d_x))
-        self.weight_hh = nn.Parameter(torch.empty(4 * H, H))
+        self.weight_ih = nn.Parameter(torch.empty(4 * H, d_x))  # [W_i; W_f; W_g; W_o]
+        self.weight_hh = nn.Parameter(torch.empty(4 * H, H))  # [U_i; U_f; U_g; U_o], masked
         self.bias = nn.Parameter(torch.zeros(4 * H))
         self.register_buffer("mask4", self.mask.repeat(4, 1), persistent=False)
         self.readout = nn.Linear(H, d_y)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Normal weights per gate matrix, std 1/sqrt(fan_in + fan_out); masked ones zero;
+        bias 0 but the forget gate's, ``forget_bias``."""
         H = self.hidden_size
         with torch.no_grad():
-            for gate in range(4):  # per gate matrix, as the spec decides
+            for gate in range(4):  # per gate matrix (n_x × H, H × H), not the stacked one
                 _normal_init_(self.weight_ih[gate * H : (gate + 1) * H])
                 _normal_init_(self.weight_hh[gate * H : (gate + 1) * H])
             self.weight_hh.mul_(self.mask4)
@@ -239,48 +459,124 @@ class CWLSTM(_Clockwork):
             self.bias[H : 2 * H] = self.forget_bias
 
     def n_parameters(self) -> int:
+        """Trainable numbers, masked recurrent weights left out."""
         total = sum(p.numel() for p in self.parameters())
         return total - int((self.mask4 == 0).sum())
 
-    def forward(self, x: torch.Tensor, state=None, t0: int = 0):
-        _check_inputs(self, x, t0)
+    def forward(self, x: torch.Tensor, state=None, t0: int = 0, mode="sliced"):
+        _check_inputs(self, x, t0, mode)
         B, L, _ = x.shape
         H = self.hidden_size
         if state is None:
             h, c = x.new_zeros(B, H), x.new_zeros(B, H)
         else:
+            if not isinstance(state, tuple | list) or len(state) != 2:
+                raise ValueError(f"state must be a pair (h0, c0), got {type(state).__name__}")
             h, c = state
-            for part, name in ((h, "h0"), (c, "c0")):
-                check_tensor(part, name, ndim=2)
-                if tuple(part.shape) != (B, H):
-                    raise ValueError(
-                        f"{name} must have shape (B, H) = ({B}, {H}), got {tuple(part.shape)}"
-                    )
-        W = self.weight_hh * self.mask4
-        x_proj = x @ self.weight_ih.T + self.bias  # (B, L, 4H)
-        unit_clock = self.unit_clock(L, t0).to(x.dtype)  # (L, H)
+            _check_state(h, "h0", B, H)
+            _check_state(c, "c0", B, H)
+        W = self.weight_hh * self.mask4  # (4H, H)
+        x_proj = nn.functional.linear(x.transpose(0, 1), self.weight_ih, self.bias)  # (L, B, 4H)
+        step = self._masked_step if mode == "masked" else self._sliced_step
+        context = (
+            self._masked_context(L, t0) if mode == "masked" else self._sliced_context(W, L, t0)
+        )
         states = []
-        for t, x_t in enumerate(x_proj.unbind(dim=1)):
-            k = unit_clock[t]
-            i, f, g, o = (x_t + h @ W.T).chunk(4, dim=-1)
-            i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
-            if self.skip_target == "i":
-                c = f * c + (k * i) * g
-                h = o * torch.tanh(c)
-            else:
-                c_candidate = f * c + i * g
-                if self.skip_target == "h":
-                    h = skip_update(o * torch.tanh(c_candidate), h, k)
-                    c = c_candidate
-                elif self.skip_target == "c":
-                    c = skip_update(c_candidate, c, k)
-                    h = o * torch.tanh(c)
-                else:  # "ch"
-                    h = skip_update(o * torch.tanh(c_candidate), h, k)
-                    c = skip_update(c_candidate, c, k)
+        for t, x_t in enumerate(x_proj.unbind(0)):
+            h, c = step(x_t, h, c, W, context, t)
             states.append(h)
-        h_all = torch.stack(states, dim=1)
-        return self.readout(h_all), h_all, (h, c)
+        h_all = torch.stack(states)  # (L, B, H)
+        return _read_out(self.readout, h_all), h_all.transpose(0, 1), (h, c)
+
+    # compute-then-mask: the equations as written
+
+    def _masked_context(self, L, t0):
+        return self.unit_clock(L, t0)  # (L, H)
+
+    def _masked_step(self, x_t, h, c, W, unit_clock, t):
+        k = unit_clock[t].to(x_t)  # (H,)
+        i, f, g, o = (x_t + h @ W.T).chunk(4, dim=-1)  # (cw-lstm)
+        i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
+        if self.skip_target == "i":
+            c = f * c + (k * i) * g
+            return o * torch.tanh(c), c
+        c_candidate = f * c + i * g
+        if self.skip_target == "h":
+            return skip_update(o * torch.tanh(c_candidate), h, k), c_candidate
+        if self.skip_target == "c":
+            c = skip_update(c_candidate, c, k)
+            return o * torch.tanh(c), c
+        return skip_update(o * torch.tanh(c_candidate), h, k), skip_update(c_candidate, c, k)
+
+    # real skipping: per run of modules, only the gates it needs
+
+    def _sliced_context(self, W, L, t0):
+        """For each step, the rows of ``W`` (and of the input projection) that the step
+        needs, gathered once per forward pass for every distinct pattern of runs (one node
+        for autograd each, so the gradients of all steps add up in these small blocks), and
+        how the step's product splits into the runs' gates."""
+        k, H = self.module_size, self.hidden_size
+        patterns: dict = {}
+        steps = []
+        for runs in module_runs(self.periods, L, t0):
+            if runs not in patterns:
+                rows, parts, pieces, first_source = [], [], [], H
+                for first, end, ticks in runs:
+                    gates = TICKING_GATES if ticks else IDLE_GATES[self.skip_target]
+                    n = (end - first) * k
+                    for q in gates:
+                        rows.append(torch.arange(GATES[q] * H + first * k, GATES[q] * H + end * k))
+                    n_sigmoid = sum(q != "g" for q in gates)
+                    pieces += [n_sigmoid * n] if n_sigmoid else []
+                    pieces += [n] if "g" in gates else []
+                    if gates:
+                        first_source = min(first_source, self._first_source(first))
+                    parts.append((ticks, n, n_sigmoid, "g" in gates))
+                block = None
+                if rows:
+                    rows = torch.cat(rows).to(W.device)
+                    sources = slice(first_source, H)
+                    block = (rows, sources, W[:, sources].index_select(0, rows), tuple(pieces))
+                patterns[runs] = (block, tuple(parts))
+            steps.append(patterns[runs])
+        return steps
+
+    def _sliced_step(self, x_t, h, c, W, steps, t):
+        block, parts = steps[t]
+        if block is not None:  # one product for the gates of every run at this step
+            rows, sources, W_block, pieces = block
+            z = torch.addmm(x_t.index_select(1, rows), h[:, sources], W_block.T)
+            z = iter(z.split(pieces, dim=1))
+        if len(parts) == 1:
+            h_runs, c_runs = (h,), (c,)
+        else:
+            widths = [n for _, n, _, _ in parts]
+            h_runs, c_runs = h.split(widths, dim=1), c.split(widths, dim=1)
+        h_parts, c_parts = [], []
+        for (ticks, _, n_sigmoid, has_g), h_prev, c_prev in zip(parts, h_runs, c_runs):
+            gates = torch.sigmoid(next(z)).chunk(n_sigmoid, dim=1) if n_sigmoid else ()
+            g = torch.tanh(next(z)) if has_g else None
+            if ticks:  # an ordinary LSTM step for these modules: gates (i, f, o), g
+                i, f, o = gates
+                c_new = torch.addcmul(f * c_prev, i, g)
+                h_new = o * torch.tanh(c_new)
+            elif self.skip_target == "c":  # the frozen cell, read through today's output gate
+                (o,) = gates
+                c_new, h_new = c_prev, o * torch.tanh(c_prev)
+            elif self.skip_target == "i":  # input gate closed: the cell only decays
+                f, o = gates
+                c_new = f * c_prev
+                h_new = o * torch.tanh(c_new)
+            elif self.skip_target == "h":  # the cell integrates in the background
+                i, f = gates
+                c_new, h_new = torch.addcmul(f * c_prev, i, g), h_prev
+            else:  # "ch": frozen, nothing computed
+                h_new, c_new = h_prev, c_prev
+            h_parts.append(h_new)
+            c_parts.append(c_new)
+        if len(h_parts) == 1:
+            return h_parts[0], c_parts[0]
+        return torch.cat(h_parts, dim=1), torch.cat(c_parts, dim=1)
 
     def extra_repr(self) -> str:
         return (
@@ -319,7 +615,12 @@ class ClockworkLM(nn.Module):
             self.core = CWRNN(embedding, H, vocab_size, periods, connectivity=connectivity)
         else:
             self.core = CWLSTM(
-                embedding, H, vocab_size, periods, skip_target, connectivity=connectivity
+                embedding,
+                H,
+                vocab_size,
+                periods,
+                skip_target,
+                connectivity=connectivity,
             )
 
     def forward(self, tokens: torch.Tensor, state=None):

@@ -1,4 +1,4 @@
-"""The Differentiable Neural Computer's memory addressing, spec ntm §6.2 (Graves et al. 2016).
+"""The Differentiable Neural Computer's memory addressing (Graves et al. 2016), Chapter 3.
 
 Pure functions, one equation each, batch-first. The memory has N rows of width W; there are
 R read heads and one write head. Weightings are (B, N), or (B, R, N) for the read heads.
@@ -9,7 +9,7 @@ R read heads and one write head. Weightings are (B, N), or (B, R, N) for the rea
 * reading: :func:`forward_weighting` f_t, :func:`backward_weighting` b_t and
   :func:`read_weighting`, which mixes them with content by the read modes pi_t.
 
-Content lookup is the NTM's (N4)-(N5), :func:`rnnbook.models.ntm.content_weighting`, with
+Content lookup is the NTM's (ntm-content), :func:`rnnbook.models.ntm.content_weighting`, with
 strengths from :func:`oneplus`. The DNC has no shift and no sharpening.
 """
 

@@ -1,4 +1,4 @@
-"""The gated recurrent unit, (G1)-(G4) of spec lstm-gru, in the three conventions of its section 4.
+"""The gated recurrent unit, (lstm-G1)-(lstm-G4) of Chapter 2, in three conventions.
 
 Parameters keep the names, shapes and gate order of ``torch.nn.GRU``: ``weight_ih`` (3H, d_x),
 ``weight_hh`` (3H, H), ``bias_ih`` and ``bias_hh`` (3H), rows stacked as **(r, z, n)**: reset
@@ -6,7 +6,7 @@ gate, update gate, candidate. ``variant`` picks the equations:
 
 - ``"torch"`` (``nn.GRU``): ``h = (1 - z) * n + z * h_prev``, reset *after* the recurrent
   product, ``n = tanh(W_n x + b_in + r * (U_n h + b_hn))``;
-- ``"seed"`` (G1)-(G4): ``h = (1 - z) * h_prev + z * n``, reset *before* the product,
+- ``"seed"`` (lstm-G1)-(lstm-G4): ``h = (1 - z) * h_prev + z * n``, reset *before* the product,
   ``n = tanh(W_n x + U_n (r * h) + b_n)``;
 - ``"cho"`` (Cho et al. 2014): ``h = z * h_prev + (1 - z) * n``, reset before, as ``"seed"``.
 
@@ -59,16 +59,17 @@ class GRUCell(nn.Module):
         return x @ self.weight_ih.T + self.bias_ih
 
     def gates(self, x_proj: torch.Tensor, h_prev: torch.Tensor):
-        """Reset gate (G2), update gate (G1) and candidate (G3) from the projected input."""
+        """Reset gate (lstm-G2), update gate (lstm-G1) and candidate (lstm-G3) from the
+        projected input."""
         xr, xz, xn = x_proj.chunk(3, dim=-1)
         hr, hz, hn = (h_prev @ self.weight_hh.T + self.bias_hh).chunk(3, dim=-1)
-        reset_gate = torch.sigmoid(xr + hr)  # (G2)
-        update_gate = torch.sigmoid(xz + hz)  # (G1)
+        reset_gate = torch.sigmoid(xr + hr)  # (lstm-G2)
+        update_gate = torch.sigmoid(xz + hz)  # (lstm-G1)
         if self.variant == "torch":
             candidate = torch.tanh(xn + reset_gate * hn)  # reset after: r * (U_n h + b_hn)
         else:
             U_n, b_hn = self.weight_hh[2 * self.hidden_size :], self.bias_hh[2 * self.hidden_size :]
-            candidate = torch.tanh(xn + (reset_gate * h_prev) @ U_n.T + b_hn)  # (G3): before
+            candidate = torch.tanh(xn + (reset_gate * h_prev) @ U_n.T + b_hn)  # (lstm-G3): before
         return reset_gate, update_gate, candidate
 
     def step(self, x_proj: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
@@ -76,7 +77,7 @@ class GRUCell(nn.Module):
         if self.variant == "torch":
             return (1 - z) * n + z * h_prev
         if self.variant == "seed":
-            return (1 - z) * h_prev + z * n  # (G4): z gates the new candidate
+            return (1 - z) * h_prev + z * n  # (lstm-G4): z gates the new candidate
         return z * h_prev + (1 - z) * n  # Cho et al. 2014: z keeps the old state
 
     def forward(self, x_t: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:

@@ -1,17 +1,18 @@
-"""The Legendre Memory Unit, spec lmu: the delay network, the LMU cell, the parallel LMU.
+"""The Legendre Memory Unit of Chapter 4: the delay network, the LMU cell, the parallel LMU.
 
-Equation numbers (3.x) are those of Chilkuri's thesis (2021), as in ``specs/lmu.md``.
+Equation labels are Chapter 4's; the model follows Chilkuri's thesis (2021).
 
-* :func:`dn_matrices` builds the delay network's continuous ``(A, B, C)`` (3.8)-(3.10), with
-  the thesis's typo in (3.10) corrected: ``C`` is all ones.
+* :func:`dn_matrices` builds the delay network's continuous ``(A, B, C)`` (lmu-ABC), with
+  ``C`` all ones (a typo in the thesis's printed ``C`` corrected).
 * :func:`discretize` turns them into ``(A_bar, B_bar)`` for a step of ``dt`` (zero-order hold,
   or Euler for the exercise); :func:`impulse_response` gives ``H = [B_bar, A_bar B_bar, ...]``.
-* :func:`legendre_decoder` reads the input ``r * theta`` steps ago out of the memory (3.14).
-* :class:`DelayNetwork` runs the linear memory (3.19) in any of four ways that compute the
-  same numbers: the loop, the matrix form (3.24), the final state only (3.25) and the FFT
-  (3.26).
-* :class:`LMUCell` is the original LMU (3.15)-(3.17); :class:`ParallelLMU` the parallelisable
-  variant (3.18)-(3.20), whose only recurrence is the delay network.
+* :func:`legendre_decoder` reads the input ``r * theta`` steps ago out of the memory
+  (lmu-legendre), (lmu-decode).
+* :class:`DelayNetwork` runs the linear memory (lmu-parallel) in any of four ways that
+  compute the same numbers (lmu-solution): the loop, the Toeplitz matrix form, the final
+  state only and the FFT.
+* :class:`LMUCell` is the original LMU (lmu-cell); :class:`ParallelLMU` the parallelisable
+  variant (lmu-parallel), whose only recurrence is the delay network.
 
 The matrices are computed in float64 with NumPy and only then cast to the model's dtype.
 Multi-channel memories are flattened channel-major: ``m_flat[k*d + i] = M[i, k]`` for
@@ -51,10 +52,10 @@ def _check_floating(x: torch.Tensor, name: str) -> None:
 
 
 def dn_matrices(d: int, theta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The delay network's ``A`` (d, d), ``B`` (d,) and ``C`` (d,) in float64, (3.8)-(3.10).
+    """The delay network's ``A`` (d, d), ``B`` (d,) and ``C`` (d,) in float64, (lmu-ABC).
 
     ``A[i, j] = (2i+1)/theta * (-1 if i < j else (-1)**(i-j+1))``,
-    ``B[i] = (2i+1) (-1)**i / theta`` and ``C[i] = 1`` (the corrected (3.10); ``D = 0``).
+    ``B[i] = (2i+1) (-1)**i / theta`` and ``C[i] = 1`` (corrected; ``D = 0``).
     """
     check_positive_int(d, "d")
     theta = _check_theta(theta)
@@ -68,10 +69,11 @@ def dn_matrices(d: int, theta: float) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def legendre_decoder(d: int, r) -> np.ndarray:
-    """Shifted Legendre polynomials ``P~_i(r)``, i < d, (3.14): the read-out of ``u(t - r theta)``.
+    """Shifted Legendre polynomials ``P~_i(r)``, i < d, (lmu-legendre): the read-out of
+    ``u(t - r theta)``.
 
     ``r`` is a number in [0, 1] (returns shape (d,)) or an array of them (returns
-    ``r.shape + (d,)``). (3.14) writes ``P~_i(r) = (-1)^i sum_l binom(i, l) binom(i+l, l)
+    ``r.shape + (d,)``). (lmu-legendre) writes ``P~_i(r) = (-1)^i sum_l binom(i, l) binom(i+l, l)
     (-r)^l``; its terms overflow float64 for large i, so this evaluates the same polynomials
     as ``P_i(2r - 1)`` with Bonnet's recursion ``(i+1) P_{i+1} = (2i+1) x P_i - i P_{i-1}``.
     ``P~_i(1) = 1`` and ``P~_i(0) = (-1)^i``.
@@ -128,7 +130,7 @@ def impulse_response(A_bar: np.ndarray, B_bar: np.ndarray, n: int) -> np.ndarray
     """``H = [A_bar^0 B_bar, A_bar^1 B_bar, ..., A_bar^(n-1) B_bar]``, shape (d, n), float64.
 
     Column ``k`` is the memory ``k`` steps after a unit impulse, so ``m_t = sum_k H[:, k]
-    u_{t-k}`` (3.22).
+    u_{t-k}`` (lmu-solution).
     """
     check_positive_int(n, "n")
     A_bar, column = _as_system(A_bar, B_bar, "A_bar", "B_bar")
@@ -140,15 +142,16 @@ def impulse_response(A_bar: np.ndarray, B_bar: np.ndarray, n: int) -> np.ndarray
 
 
 class DelayNetwork(nn.Module):
-    """The linear memory (3.19) ``M_t = A_bar M_{t-1} + B_bar u_t^T`` for every channel of u.
+    """The linear memory ``M_t = A_bar M_{t-1} + B_bar u_t^T`` (lmu-parallel), every channel.
 
     ``forward(u)`` takes ``u`` of shape (B, n, c) and, starting from ``m_0 = 0``, returns the
     memories of every step (B, n, c*d), or only the last one (B, c*d) in mode ``"final"``:
 
-    * ``"recurrent"``: the loop (3.19), O(n d^2) per channel;
-    * ``"matrix"``: ``m_{1:n} = H U`` with the Toeplitz matrix of the inputs (3.24), O(n^2 d);
-    * ``"fft"``: the same causal convolution through the FFT, zero-padded to 2n (3.26);
-    * ``"final"``: ``m_n = H u_reversed`` (3.25), O(n d), when only the last state is needed.
+    * ``"recurrent"``: the loop (lmu-parallel), O(n d^2) per channel;
+    * ``"matrix"``: ``m_{1:n} = H U`` with the Toeplitz matrix of the inputs (lmu-solution),
+      O(n^2 d);
+    * ``"fft"``: the same causal convolution through the FFT, zero-padded to 2n;
+    * ``"final"``: ``m_n = H u_reversed``, O(n d), when only the last state is needed.
 
     ``step(u_t, m)`` advances one step of the loop, for streaming.
 
@@ -190,7 +193,7 @@ class DelayNetwork(nn.Module):
         return torch.zeros(B, channels * self.d, dtype=dtype or torch.float32, device=device)
 
     def step(self, u_t: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-        """One step of (3.19): ``u_t`` (B, c) and ``m_{t-1}`` (B, c*d) give ``m_t`` (B, c*d)."""
+        """One step of the loop: ``u_t`` (B, c) and ``m_{t-1}`` (B, c*d) give ``m_t`` (B, c*d)."""
         check_tensor(u_t, "u_t", ndim=2)
         check_tensor(m, "m", ndim=2)
         _check_floating(u_t, "u_t")
@@ -222,16 +225,16 @@ class DelayNetwork(nn.Module):
             return torch.stack(memories, dim=1)
         H = self.impulse_response(n, u.dtype, u.device)
         if mode == "final":
-            # m_n = sum_k H[:, k] u_{n-k}: H against the time-reversed input (3.25)
+            # m_n = sum_k H[:, k] u_{n-k}: H against the time-reversed input (lmu-solution)
             M = torch.einsum("dk,bkc->bcd", H, u.flip(1))
             return M.reshape(B, c * self.d)
         if mode == "matrix":
-            # U[b, c, i, j] = u_{j-i} for j >= i (0-based), else 0 (3.23); m_{1:n} = H U (3.24)
+            # U[b, c, i, j] = u_{j-i} for j >= i (0-based), else 0; m_{1:n} = H U (lmu-solution)
             lag = torch.arange(n).view(1, n) - torch.arange(n).view(n, 1)
             U = u.transpose(1, 2)[:, :, lag.clamp(min=0)] * (lag >= 0).to(u.dtype)
             M = torch.einsum("dk,bckt->btcd", H, U)
         else:
-            # causal convolution of u with H by FFT, padded to 2n against wrap-around (3.26)
+            # causal convolution of u with H by FFT, padded to 2n against wrap-around
             u_f = torch.fft.rfft(u.transpose(1, 2), n=2 * n)  # (B, c, n+1)
             H_f = torch.fft.rfft(H, n=2 * n)  # (d, n+1)
             M = torch.fft.irfft(u_f.unsqueeze(2) * H_f, n=2 * n)[..., :n]  # (B, c, d, n)
@@ -248,7 +251,7 @@ def _glorot_normal_(weight: torch.Tensor) -> None:
 
 
 class LMUCell(nn.Module):
-    """The original LMU, (3.15)-(3.17), one step at a time.
+    """The original LMU, (lmu-cell), one step at a time.
 
     ``u_t = e_x . x_t + e_h . h_{t-1} + e_m . m_{t-1}`` (a scalar per example),
     ``m_t = A_bar m_{t-1} + B_bar u_t`` and ``h_t = tanh(W_x x_t + W_h h_{t-1} + W_m m_t)``.
@@ -274,7 +277,7 @@ class LMUCell(nn.Module):
         self.W_x = nn.Parameter(torch.empty(d_h, d_x))
         self.W_h = nn.Parameter(torch.empty(d_h, d_h))
         self.W_m = nn.Parameter(torch.empty(d_h, d))
-        self.memory = DelayNetwork(d, self.theta)  # frozen A_bar, B_bar (3.16)
+        self.memory = DelayNetwork(d, self.theta)  # frozen A_bar, B_bar (lmu-cell)
         self.init = init
         self.reset_parameters()
 
@@ -302,11 +305,11 @@ class LMUCell(nn.Module):
         return torch.cat([(x @ self.e_x).unsqueeze(-1), x @ self.W_x.T], dim=-1)
 
     def step(self, x_proj: torch.Tensor, state) -> tuple[torch.Tensor, torch.Tensor]:
-        """(3.15)-(3.17) from the projected input ``x_proj`` (B, 1 + d_h) and ``(h, m)``."""
+        """(lmu-cell) from the projected input ``x_proj`` (B, 1 + d_h) and ``(h, m)``."""
         h_prev, m_prev = state
         u = x_proj[:, :1] + (h_prev @ self.e_h).unsqueeze(-1) + (m_prev @ self.e_m).unsqueeze(-1)
-        m = self.memory.step(u, m_prev)  # (3.16): m = A_bar m + B_bar u
-        h = torch.tanh(x_proj[:, 1:] + h_prev @ self.W_h.T + m @ self.W_m.T)  # (3.17)
+        m = self.memory.step(u, m_prev)  # (lmu-cell): m = A_bar m + B_bar u
+        h = torch.tanh(x_proj[:, 1:] + h_prev @ self.W_h.T + m @ self.W_m.T)  # (lmu-cell)
         return h, m
 
     def forward(self, x_t: torch.Tensor, state=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -326,10 +329,11 @@ class LMUCell(nn.Module):
 
 
 class ParallelLMU(nn.Module):
-    """The parallelisable LMU (3.18)-(3.20): dense encoder, delay network, dense output.
+    """The parallelisable LMU (lmu-parallel): dense encoder, delay network, dense output.
 
     ``u_t = f1(U_x x_t + b_u)`` (d_u channels), ``m_t`` the delay network of every channel
-    (3.19)/(3.21), and ``o_t = f2(W_m m_t + W_x x_t + b_o)``. Only the delay network is
+    (lmu-parallel)/(lmu-solution), and ``o_t = f2(W_m m_t + W_x x_t + b_o)``. Only the delay
+    network is
     recurrent, and it is linear, so training evaluates it without a loop.
 
     Args:
@@ -373,17 +377,17 @@ class ParallelLMU(nn.Module):
             mode = "fft" if return_sequences else "final"
         self.input_size, self.d_u, self.d_o, self.f1, self.f2 = d_x, d_u, d_o, f1, f2
         self.return_sequences = return_sequences
-        self.encoder = nn.Linear(d_x, d_u)  # U_x, b_u (3.18)
-        self.memory = DelayNetwork(d, theta, mode)  # (3.19)
-        self.memory_to_output = nn.Linear(d_u * d, d_o)  # W_m, b_o (3.20)
-        self.input_to_output = nn.Linear(d_x, d_o, bias=False)  # W_x (3.20)
+        self.encoder = nn.Linear(d_x, d_u)  # U_x, b_u (lmu-parallel)
+        self.memory = DelayNetwork(d, theta, mode)  # (lmu-parallel)
+        self.memory_to_output = nn.Linear(d_u * d, d_o)  # W_m, b_o (lmu-parallel)
+        self.input_to_output = nn.Linear(d_x, d_o, bias=False)  # W_x (lmu-parallel)
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
-        """(3.18) ``u = f1(U_x x + b_u)``, for one step or a whole sequence."""
+        """(lmu-parallel) ``u = f1(U_x x + b_u)``, for one step or a whole sequence."""
         return ACTIVATIONS[self.f1](self.encoder(x))
 
     def output(self, m: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """(3.20) ``o = f2(W_m m + W_x x + b_o)``."""
+        """(lmu-parallel) ``o = f2(W_m m + W_x x + b_o)``."""
         return ACTIVATIONS[self.f2](self.memory_to_output(m) + self.input_to_output(x))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""The LSTM cell (L1)-(L6), its peephole variant (P1)-(P5) and the DCM (D1)-(D5), spec lstm-gru.
+"""The LSTM cell (lstm-L1)-(lstm-L6), its peephole variant (lstm-P1)-(lstm-P5) and the DCM
+(lstm-D1)-(lstm-D5) of Chapter 2.
 
 Parameters keep the names, shapes and gate order of ``torch.nn.LSTM``: ``weight_ih``
 (4H, d_x), ``weight_hh`` (4H, H), ``bias_ih`` and ``bias_hh`` (4H), with the rows stacked as
@@ -48,15 +49,15 @@ def check_step_inputs(cell, x_t: torch.Tensor, state) -> None:
 
 
 class LSTMCell(nn.Module):
-    """One LSTM step, (L1)-(L6); with ``peephole=True``, (P1)-(P5).
+    """One LSTM step, (lstm-L1)-(lstm-L6); with ``peephole=True``, (lstm-P1)-(lstm-P5).
 
     Args:
         d_x: input size. d_h: hidden size H.
         peephole: add the diagonal peepholes ``p_i, p_f`` (reading ``c_{t-1}``) and ``p_o``
             (reading ``c_t``), initialised to 0.
-        output_activation: ``sigma_h`` of (L6)/(P5), ``"tanh"`` or ``"identity"`` (Gers &
+        output_activation: ``sigma_h`` of (lstm-L6)/(lstm-P5), ``"tanh"`` or ``"identity"`` (Gers &
             Schmidhuber's peephole LSTM drops it).
-        forget_bias: added to the forget slice of ``bias_ih`` at initialisation (spec 1.1).
+        forget_bias: added to the forget slice of ``bias_ih`` at initialisation.
     State: ``(h, c)``, each (B, H). Shapes: ``x_t`` (B, d_x).
     """
 
@@ -116,20 +117,21 @@ class LSTMCell(nn.Module):
         return x @ self.weight_ih.T + self.bias_ih + self.bias_hh
 
     def step_gates(self, x_proj: torch.Tensor, state) -> LSTMStep:
-        """(L1)-(L6) (or (P1)-(P5)) from the projected input; returns every intermediate."""
+        """(lstm-L1)-(lstm-L6) (or (lstm-P1)-(lstm-P5)) from the projected input; returns every
+        intermediate."""
         h_prev, c_prev = state
         a_i, a_f, a_g, a_o = (x_proj + h_prev @ self.weight_hh.T).chunk(4, dim=-1)
         if self.peephole:
-            a_i = a_i + self.peephole_i * c_prev  # (P2)
-            a_f = a_f + self.peephole_f * c_prev  # (P1)
-        input_gate = torch.sigmoid(a_i)  # (L2)
-        forget_gate = torch.sigmoid(a_f)  # (L1)
-        candidate = torch.tanh(a_g)  # (L3)
-        c = forget_gate * c_prev + input_gate * candidate  # (L4): the carousel
+            a_i = a_i + self.peephole_i * c_prev  # (lstm-P2)
+            a_f = a_f + self.peephole_f * c_prev  # (lstm-P1)
+        input_gate = torch.sigmoid(a_i)  # (lstm-L2)
+        forget_gate = torch.sigmoid(a_f)  # (lstm-L1)
+        candidate = torch.tanh(a_g)  # (lstm-L3)
+        c = forget_gate * c_prev + input_gate * candidate  # (lstm-L4): the carousel
         if self.peephole:
-            a_o = a_o + self.peephole_o * c  # (P4) reads the *current* cell state
-        output_gate = torch.sigmoid(a_o)  # (L5)
-        h = output_gate * OUTPUT_ACTIVATIONS[self.output_activation](c)  # (L6)
+            a_o = a_o + self.peephole_o * c  # (lstm-P4) reads the *current* cell state
+        output_gate = torch.sigmoid(a_o)  # (lstm-L5)
+        h = output_gate * OUTPUT_ACTIVATIONS[self.output_activation](c)  # (lstm-L6)
         return LSTMStep(h, c, input_gate, forget_gate, candidate, output_gate)
 
     def next_state(self, out: LSTMStep) -> tuple[torch.Tensor, torch.Tensor]:
@@ -169,7 +171,8 @@ class LSTMCell(nn.Module):
 
 
 class DCMCell(LSTMCell):
-    """The Dynamic Cortex Memory, (D1)-(D5): a peephole LSTM whose gates also see each other.
+    """The Dynamic Cortex Memory, (lstm-D1)-(lstm-D5): a peephole LSTM whose gates also see
+    each other.
 
     Gate ``a`` receives gate ``b``'s activation through the diagonal weight ``v_ab``: the
     input and forget gates read the *previous* step's i, f and o; the output gate, computed
@@ -178,7 +181,7 @@ class DCMCell(LSTMCell):
 
     The equations come from a third-party transcription of Otte et al. (2014) and are not
     verified against the paper. ``out_peephole_state`` chooses which cell state the output
-    gate's peephole reads: ``"current"`` (``c_t``, as in (P4), the default) or
+    gate's peephole reads: ``"current"`` (``c_t``, as in (lstm-P4), the default) or
     ``"previous"`` (``c_{t-1}``, as the transcription shows).
 
     State: ``(h, c, i, f, o)``, each (B, H), all zero at t = 0.
@@ -210,16 +213,16 @@ class DCMCell(LSTMCell):
         h_prev, c_prev, i_prev, f_prev, o_prev = state
         a_i, a_f, a_g, a_o = (x_proj + h_prev @ self.weight_hh.T).chunk(4, dim=-1)
         a_i = a_i + self.peephole_i * c_prev + self.v_ii * i_prev + self.v_if * f_prev
-        a_i = a_i + self.v_io * o_prev  # (D1)
+        a_i = a_i + self.v_io * o_prev  # (lstm-D1)
         a_f = a_f + self.peephole_f * c_prev + self.v_fi * i_prev + self.v_ff * f_prev
-        a_f = a_f + self.v_fo * o_prev  # (D2)
+        a_f = a_f + self.v_fo * o_prev  # (lstm-D2)
         input_gate, forget_gate = torch.sigmoid(a_i), torch.sigmoid(a_f)
         candidate = torch.tanh(a_g)
-        c = forget_gate * c_prev + input_gate * candidate  # (D3)
+        c = forget_gate * c_prev + input_gate * candidate  # (lstm-D3)
         c_seen = c if self.out_peephole_state == "current" else c_prev
         a_o = a_o + self.peephole_o * c_seen + self.v_oi * input_gate + self.v_of * forget_gate
-        output_gate = torch.sigmoid(a_o + self.v_oo * o_prev)  # (D4)
-        h = output_gate * torch.tanh(c)  # (D5)
+        output_gate = torch.sigmoid(a_o + self.v_oo * o_prev)  # (lstm-D4)
+        h = output_gate * torch.tanh(c)  # (lstm-D5)
         return LSTMStep(h, c, input_gate, forget_gate, candidate, output_gate)
 
     def next_state(self, out: LSTMStep):

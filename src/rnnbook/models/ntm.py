@@ -1,20 +1,22 @@
-"""The Neural Turing Machine, spec ntm: memory, addressing, the cell and the sequence model.
+"""The Neural Turing Machine of Chapter 3: memory, addressing, the cell and the sequence model.
 
-Equation numbers (N1)-(N8) are those of ``specs/ntm.md`` (= Graves et al. 2014, eqs. 2-9).
+Equation labels (ntm-read)-(ntm-sharpen) are Chapter 3's (Graves et al. 2014, eqs. 2-9).
 Every tensor is batch-first; the memory has shape (B, N, M): N rows (locations) of width M.
 
 The memory operations are pure functions: the memory is passed in and a new one returned.
 
-* :func:`read` (N1) and :func:`write` (N2)-(N3), erase then add, for one or several heads;
-* the four addressing steps, each runnable on its own: :func:`cosine_similarity` (N4) and
-  :func:`content_weighting` (N5), :func:`interpolate` (N6), :func:`shift` (N7),
-  :func:`sharpen` (N8); :func:`address` composes them in that order.
+* :func:`read` (ntm-read) and :func:`write` (ntm-write), erase then add, for one or several
+  heads;
+* the four addressing steps, each runnable on its own: :func:`cosine_similarity` and
+  :func:`content_weighting` (ntm-content), :func:`interpolate` (ntm-interpolate),
+  :func:`shift` (ntm-shift),
+  :func:`sharpen` (ntm-sharpen); :func:`address` composes them in that order.
 
-:class:`NTMCell` is one time step in the book's canonical order (spec §1.1): controller,
+:class:`NTMCell` is one time step in the book's canonical order (ntm-step): controller,
 head outputs, read heads, write heads, output. Reads and all addressing use the memory of
 the previous step (read before write). :class:`NTM` loops the cell over a sequence.
 
-Defaults follow recipe (B) of Collier & Beel (2018), spec §5.3: LSTM controller, memory
+Defaults follow recipe (B) of Collier & Beel (2018): LSTM controller, memory
 initialised to the constant 1e-6, learned non-uniform initial weightings
 ``softmax(U(-0.2, 0.2))`` (the symmetry trap: with constant memory, uniform initial
 weightings can never become non-uniform), head outputs and logits clipped to ±20.
@@ -38,8 +40,8 @@ from rnnbook._validate import (
 )
 from rnnbook.models.lstm import LSTMCell
 
-COSINE_EPS = 1e-8  # (N4): added to ||u|| ||v||, so a zero key or a zero row gives K = 0
-SHARPEN_EPS = 1e-12  # (N8): keeps 0^gamma (and its log in d/dgamma) away from the weights
+COSINE_EPS = 1e-8  # (ntm-content): added to ||u|| ||v||, so a zero key or a zero row gives K = 0
+SHARPEN_EPS = 1e-12  # (ntm-sharpen): keeps 0^gamma (and its log in d/dgamma) away from the weights
 MEMORY_CONSTANT = 1e-6  # recipe (B): every memory entry starts at this value
 INIT_BOUND = 0.2  # initial weighting logits and read-vector biases start in U(-0.2, 0.2)
 
@@ -58,11 +60,11 @@ def _check_memory(memory) -> tuple[int, int, int]:
     return B, N, M
 
 
-# --- reading and writing, (N1)-(N3) -------------------------------------------------------------
+# --- reading and writing, (ntm-read)-(ntm-write) ---------------------------------------------
 
 
 def read(memory: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-    """(N1) ``r = sum_i w(i) M(i) = M^T w``: memory (B, N, M), weighting (B, N) -> (B, M)."""
+    """(ntm-read) ``r = sum_i w(i) M(i) = M^T w``: memory (B, N, M), weighting (B, N) -> (B, M)."""
     B, N, _ = _check_memory(memory)
     check_shape(w, "w", (B, N), "(B, N)")
     return torch.einsum("bn,bnm->bm", w, memory)
@@ -71,13 +73,13 @@ def read(memory: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
 def write(
     memory: torch.Tensor, w: torch.Tensor, erase: torch.Tensor, add: torch.Tensor
 ) -> torch.Tensor:
-    """(N2)-(N3): erase, then add. Returns the new memory (B, N, M).
+    """(ntm-write): erase, then add. Returns the new memory (B, N, M).
 
     One head: ``w`` (B, N), ``erase`` and ``add`` (B, M), and
     ``M_t = M_{t-1} * (1 1^T - w e^T) + w a^T``.
 
     Several heads: ``w`` (B, H, N), ``erase`` and ``add`` (B, H, M). All erases come first,
-    their factors multiplied, then all adds, summed (spec §3); so the heads' order does not
+    their factors multiplied, then all adds, summed; so the heads' order does not
     matter.
     """
     B, N, M = _check_memory(memory)
@@ -92,18 +94,18 @@ def write(
         check_shape(w, "w", (B, H, N), "(B, H, N)")
         check_shape(erase, "erase", (B, H, M), "(B, H, M)")
         check_shape(add, "add", (B, H, M), "(B, H, M)")
-    # (N2) for every head h: the factor 1 - w_h(i) e_h[j]; their product over the heads
+    # (ntm-write) for every head h: the factor 1 - w_h(i) e_h[j]; their product over the heads
     keep = torch.prod(1 - w.unsqueeze(-1) * erase.unsqueeze(-2), dim=1)  # (B, N, M)
-    # (N3) the adds w_h(i) a_h[j], summed over the heads
+    # (ntm-write) the adds w_h(i) a_h[j], summed over the heads
     added = torch.einsum("bhn,bhm->bnm", w, add)
     return memory * keep + added
 
 
-# --- addressing, (N4)-(N8) ---------------------------------------------------------------------
+# --- addressing, (ntm-content)-(ntm-sharpen) -------------------------------------------------
 
 
 def cosine_similarity(memory: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """(N4) ``K[k, M(i)] = k . M(i) / (||k|| ||M(i)|| + 1e-8)`` for every row: (B, N)."""
+    """(ntm-content) ``K[k, M(i)] = k . M(i) / (||k|| ||M(i)|| + 1e-8)`` for every row: (B, N)."""
     B, _, M = _check_memory(memory)
     check_shape(k, "k", (B, M), "(B, M)")
     dot = torch.einsum("bnm,bm->bn", memory, k)
@@ -113,7 +115,7 @@ def cosine_similarity(memory: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 def content_weighting(memory: torch.Tensor, k: torch.Tensor, beta: torch.Tensor) -> torch.Tensor:
-    """(N5) ``w^c = softmax_i(beta K[k, M(i)])``, the softmax over the N rows: (B, N).
+    """(ntm-content) ``w^c = softmax_i(beta K[k, M(i)])``, the softmax over the N rows: (B, N).
 
     ``k`` (B, M) is the key, ``beta`` (B, 1) the key strength (beta -> 0 gives uniform
     weights, a large beta a one-hot at the most similar row).
@@ -124,8 +126,9 @@ def content_weighting(memory: torch.Tensor, k: torch.Tensor, beta: torch.Tensor)
 
 
 def interpolate(w_c: torch.Tensor, w_prev: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """(N6) ``w^g = g w^c + (1 - g) w_{t-1}``: g = 1 uses the content weighting only, g = 0
-    keeps the previous weighting. ``w_c`` and ``w_prev`` (B, N), ``g`` (B, 1) in (0, 1)."""
+    """(ntm-interpolate) ``w^g = g w^c + (1 - g) w_{t-1}``: g = 1 uses the content weighting
+    only, g = 0 keeps the previous weighting. ``w_c`` and ``w_prev`` (B, N), ``g`` (B, 1) in
+    (0, 1)."""
     check_tensor(w_c, "w_c", ndim=2)
     B, N = w_c.shape
     check_shape(w_c, "w_c", (B, N), "(B, N)")
@@ -135,10 +138,10 @@ def interpolate(w_c: torch.Tensor, w_prev: torch.Tensor, g: torch.Tensor) -> tor
 
 
 def shift(w_g: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-    """(N7) the circular convolution ``w~(i) = sum_j w^g(j) s(i - j)``, indices modulo N.
+    """(ntm-shift) the circular convolution ``w~(i) = sum_j w^g(j) s(i - j)``, indices modulo N.
 
     ``s`` (B, 2S+1) is a distribution over the shifts ``delta = -S, ..., S``: entry ``k`` is
-    the shift ``delta = k - S`` (the book's convention, spec §4.3). Since
+    the shift ``delta = k - S`` (the book's convention). Since
     ``torch.roll(w, delta)[i] = w[i - delta]``, the sum is ``sum_delta s(delta) roll(w^g,
     delta)``, so ``s(+1) = 1`` moves all mass from row i to row i+1 (and from N-1 to 0).
     """
@@ -161,10 +164,10 @@ def shift(w_g: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
 
 
 def sharpen(w_tilde: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
-    """(N8) ``w(i) = w~(i)^gamma / sum_j w~(j)^gamma``, with ``gamma`` (B, 1) >= 1.
+    """(ntm-sharpen) ``w(i) = w~(i)^gamma / sum_j w~(j)^gamma``, with ``gamma`` (B, 1) >= 1.
 
-    Numerics (spec §4.4): ``(w~ + 1e-12)^gamma``, divided by ``sum + 1e-12``. Before that,
-    ``w~`` is divided by its largest entry. (N8) does not change when w~ is scaled, and the
+    Numerics: ``(w~ + 1e-12)^gamma``, divided by ``sum + 1e-12``. Before that,
+    ``w~`` is divided by its largest entry. (ntm-sharpen) does not change when w~ is scaled, and the
     rescaling keeps the largest term at 1: without it a flat w~ raised to a large gamma
     underflows (``(1/128)^10 = 1e-21``) and the sum drowns in the 1e-12. (The largest entry
     is taken as at least 1e-12, so an all-zero w~ gives no NaN.)
@@ -187,8 +190,8 @@ def address(
     gamma: torch.Tensor,
     w_prev: torch.Tensor,
 ) -> torch.Tensor:
-    """One head's weighting (B, N): content (N4)-(N5), interpolation (N6), shift (N7),
-    sharpening (N8), in that order.
+    """One head's weighting (B, N): content (ntm-content), interpolation (ntm-interpolate),
+    shift (ntm-shift), sharpening (ntm-sharpen), in that order.
 
     ``memory`` (B, N, M), key ``k`` (B, M), key strength ``beta`` (B, 1), gate ``g`` (B, 1),
     shift distribution ``s`` (B, 2S+1), ``gamma`` (B, 1) >= 1 and the head's previous
@@ -196,17 +199,17 @@ def address(
     """
     B, N, _ = _check_memory(memory)
     check_shape(w_prev, "w_prev", (B, N), "(B, N)")
-    w_c = content_weighting(memory, k, beta)  # (N4)-(N5)
-    w_g = interpolate(w_c, w_prev, g)  # (N6)
-    w_tilde = shift(w_g, s)  # (N7)
-    return sharpen(w_tilde, gamma)  # (N8)
+    w_c = content_weighting(memory, k, beta)  # (ntm-content)
+    w_g = interpolate(w_c, w_prev, g)  # (ntm-interpolate)
+    w_tilde = shift(w_g, s)  # (ntm-shift)
+    return sharpen(w_tilde, gamma)  # (ntm-sharpen)
 
 
-# --- the heads' outputs, spec §4.5 ------------------------------------------------------------
+# --- the heads' outputs --------------------------------------------------------------------------
 
 
 class HeadOutputs(NamedTuple):
-    """One head's parameters after their activations (spec §4.5); erase and add only for a
+    """One head's parameters after their activations; erase and add only for a
     write head."""
 
     k: torch.Tensor  # (B, M), tanh
@@ -228,7 +231,7 @@ def head_sizes(M: int, n_shifts: int, write: bool) -> list[int]:
 
 
 def head_outputs(xi_head: torch.Tensor, M: int, n_shifts: int, write: bool) -> HeadOutputs:
-    """Split one head's slice of the (clipped) xi_t and apply the activations of §4.5."""
+    """Split one head's slice of the (clipped) xi_t and apply their activations."""
     parts = xi_head.split(head_sizes(M, n_shifts, write), dim=-1)
     k, beta, g, s, gamma = parts[:5]
     outputs = HeadOutputs(
@@ -248,7 +251,7 @@ def head_outputs(xi_head: torch.Tensor, M: int, n_shifts: int, write: bool) -> H
 
 
 class NTMState(NamedTuple):
-    """What one step hands to the next (spec §1.1)."""
+    """What one step hands to the next (ntm-step)."""
 
     controller: tuple[torch.Tensor, ...]  # (h, c) of the LSTM, each (B, d_ctrl); () for "ff"
     reads: torch.Tensor  # r_{t-1} of every read head, (B, R, M)
@@ -262,11 +265,11 @@ MEMORY_INITS = ("constant", "learned", "random")
 
 
 class NTMCell(nn.Module):
-    """One NTM step in the book's order (spec §1.1).
+    """One NTM step in the book's order (ntm-step).
 
     1. controller: ``(h_t, c_t) = LSTM([x_t; r_{t-1}], (h_{t-1}, c_{t-1}))``;
     2. head parameters: ``xi_t = clip(W_xi h_t + b_xi, -clip, clip)``;
-    3. each head's slice of xi_t through the activations of §4.5;
+    3. each head's slice of xi_t through its activations;
     4. read heads: ``w_t^r = address(M_{t-1}, ..., w_{t-1}^r)``, ``r_t = M_{t-1}^T w_t^r``;
     5. write heads: ``w_t^w = address(M_{t-1}, ..., w_{t-1}^w)``,
        ``M_t = write(M_{t-1}, w_t^w, e_t, a_t)``;
@@ -288,7 +291,7 @@ class NTMCell(nn.Module):
     Learned initial state: ``h_0``, ``c_0`` (zeros at first), the read vectors
     ``r_0 = tanh(bias)`` and the weightings ``w_0 = softmax(logits)``, both from
     U(-0.2, 0.2). Random logits make w_0 non-uniform, which is what lets the rows of a
-    constant memory ever differ (the symmetry trap, spec §5.3).
+    constant memory ever differ (the symmetry trap).
     """
 
     def __init__(
@@ -441,7 +444,7 @@ class NTMCell(nn.Module):
         # 1. controller, fed with the input and the previous read vectors
         controller_input = torch.cat([x_t, state.reads.flatten(1)], dim=-1)
         h, controller = self.controller_step(controller_input, state.controller)
-        # 2.-3. the head parameters, clipped, then split per head and activated (§4.5)
+        # 2.-3. the head parameters, clipped, then split per head and activated
         xi = torch.clamp(self.interface(h), -self.clip, self.clip)
         slices = xi.split(self.xi_sizes, dim=-1)
         read_heads = [
@@ -450,7 +453,7 @@ class NTMCell(nn.Module):
         write_heads = [
             head_outputs(p, self.M, self.n_shifts, write=True) for p in slices[self.n_read :]
         ]
-        # 4. read heads: address M_{t-1} and read from it (N1)
+        # 4. read heads: address M_{t-1} and read from it (ntm-read)
         w_read = torch.stack(
             [
                 address(memory, p.k, p.beta, p.g, p.s, p.gamma, state.w_read[:, i])
@@ -459,7 +462,7 @@ class NTMCell(nn.Module):
             dim=1,
         )
         reads = torch.stack([read(memory, w_read[:, i]) for i in range(self.n_read)], dim=1)
-        # 5. write heads: address M_{t-1}, then erase and add (N2)-(N3)
+        # 5. write heads: address M_{t-1}, then erase and add (ntm-write)
         w_write = torch.stack(
             [
                 address(memory, p.k, p.beta, p.g, p.s, p.gamma, state.w_write[:, i])
@@ -528,7 +531,7 @@ class NTM(nn.Module):
         return torch.stack(logits, dim=1), state, internals
 
 
-# --- the copy task's loss and metrics, spec §5.2 ------------------------------------------------
+# --- the copy task's loss and metrics ------------------------------------------------------
 
 
 def copy_answer(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -544,7 +547,7 @@ def copy_answer(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def copy_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Binary cross-entropy with logits on the answer steps, summed over the bits and the L
-    steps and averaged over the batch: the cost per sequence in nats (spec §5.2).
+    steps and averaged over the batch: the cost per sequence in nats.
 
     Divide by ``ln 2`` (:func:`bits_per_sequence`) for the cost in bits; guessing costs 8L bits.
     """
@@ -559,7 +562,7 @@ def bits_per_sequence(loss_nats: torch.Tensor | float) -> torch.Tensor | float:
 
 def bit_errors_per_sequence(logits: torch.Tensor, y: torch.Tensor) -> float:
     """The mean number of wrong answer bits per sequence after thresholding the output at 0.5
-    (a logit above 0 means 1): 0 is a perfect copy, 4L is guessing (spec §5.2)."""
+    (a logit above 0 means 1): 0 is a perfect copy, 4L is guessing."""
     answer = copy_answer(logits, y)
     wrong = ((answer > 0).to(y.dtype) != y).sum()
     return float(wrong) / y.shape[0]

@@ -112,6 +112,25 @@ def _drop_layer_axis(state):
     return state
 
 
+def as_core(core: nn.Module) -> nn.Module:
+    """A recurrent core for a model: one of the book's cells (``project_inputs``/``step``),
+    looped by :class:`Recurrent`, or a batch-first, one-layer, unidirectional
+    ``nn.RNN``/``nn.LSTM``/``nn.GRU`` as it is (its fused kernels compute the same function
+    faster). Either way ``core(x, state) -> (output, state_n)`` with torch's layer axis."""
+    if isinstance(core, nn.RNNBase):
+        if not core.batch_first or core.num_layers != 1 or core.bidirectional:
+            raise ValueError(
+                f"a torch core must be batch-first, one-layer and unidirectional, got {core}"
+            )
+        return core
+    if hasattr(core, "project_inputs") and hasattr(core, "step"):
+        return Recurrent(core)
+    raise TypeError(
+        "core must be a cell with project_inputs/step or an nn.RNN/LSTM/GRU, "
+        f"got {type(core).__name__}"
+    )
+
+
 class RecurrentModel(nn.Module):
     """A recurrent core followed by a linear read-out ``y_t = W_hy h_t + b_y``.
 
@@ -125,19 +144,7 @@ class RecurrentModel(nn.Module):
     def __init__(self, core: nn.Module, d_y: int):
         super().__init__()
         check_positive_int(d_y, "d_y")
-        if isinstance(core, nn.RNNBase):
-            if not core.batch_first or core.num_layers != 1 or core.bidirectional:
-                raise ValueError(
-                    f"a torch core must be batch-first, one-layer and unidirectional, got {core}"
-                )
-            self.core = core
-        elif hasattr(core, "project_inputs") and hasattr(core, "step"):
-            self.core = Recurrent(core)
-        else:
-            raise TypeError(
-                "core must be a cell with project_inputs/step or an nn.RNN/LSTM/GRU, "
-                f"got {type(core).__name__}"
-            )
+        self.core = as_core(core)
         self.readout = nn.Linear(core.hidden_size, d_y)
 
     @property

@@ -1,4 +1,4 @@
-"""The simple recurrent network (Elman network), equations (R1)-(R3) of spec rnn-bptt.
+"""The simple recurrent network (Elman network), equations (rnn-R1)-(rnn-R3) of Chapter 1.
 
 Parameters keep the names and shapes of ``torch.nn.RNN`` (``weight_ih``, ``weight_hh``,
 ``bias_ih``, ``bias_hh``), so weights copy both ways. Torch carries two bias vectors;
@@ -19,7 +19,7 @@ NONLINEARITIES = {"tanh": torch.tanh, "relu": torch.relu}
 
 
 class SRNCell(nn.Module):
-    """One SRN step: ``h_t = phi(W_xh x_t + W_hh h_{t-1} + b_h)``, (R1)-(R2).
+    """One SRN step: ``h_t = phi(W_xh x_t + W_hh h_{t-1} + b_h)``, (rnn-R1)-(rnn-R2).
 
     Args:
         d_x: input size. d_h: hidden size. nonlinearity: ``"tanh"`` or ``"relu"``.
@@ -52,21 +52,21 @@ class SRNCell(nn.Module):
         return torch.zeros(B, self.hidden_size, dtype=dtype, device=device)
 
     def pre_activation(self, x_t: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
-        """(R1): ``a_t = W_xh x_t + W_hh h_{t-1} + b_h`` in row-major form."""
+        """(rnn-R1): ``a_t = W_xh x_t + W_hh h_{t-1} + b_h`` in row-major form."""
         a = x_t @ self.weight_ih.T + h_prev @ self.weight_hh.T  # (B, d_h)
         if self.bias_ih is not None:
             a = a + self.bias_ih + self.bias_hh
         return a
 
     def project_inputs(self, x: torch.Tensor) -> torch.Tensor:
-        """The input half of (R1), ``W_xh x + b_h``, for any leading shape (..., d_x)."""
+        """The input half of (rnn-R1), ``W_xh x + b_h``, for any leading shape (..., d_x)."""
         a = x @ self.weight_ih.T
         if self.bias_ih is not None:
             a = a + self.bias_ih + self.bias_hh
         return a
 
     def step(self, x_proj: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
-        """(R1)-(R2) from the projected input: ``h_t = phi(x_proj + W_hh h_{t-1})``."""
+        """(rnn-R1)-(rnn-R2) from the projected input: ``h_t = phi(x_proj + W_hh h_{t-1})``."""
         return NONLINEARITIES[self.nonlinearity](x_proj + h_prev @ self.weight_hh.T)
 
     def forward(self, x_t: torch.Tensor, h_prev: torch.Tensor) -> torch.Tensor:
@@ -79,7 +79,7 @@ class SRNCell(nn.Module):
                 f"x_t and h_prev must have the same batch size, got {x_t.shape[0]} and "
                 f"{h_prev.shape[0]}"
             )
-        return NONLINEARITIES[self.nonlinearity](self.pre_activation(x_t, h_prev))  # (R2)
+        return NONLINEARITIES[self.nonlinearity](self.pre_activation(x_t, h_prev))  # (rnn-R2)
 
     @torch.no_grad()
     def load_from_torch(self, rnn: nn.RNN) -> SRNCell:
@@ -112,7 +112,7 @@ class SRNCell(nn.Module):
 
 
 class SRN(nn.Module):
-    """An SRN with a linear read-out ``o_t = W_hy h_t + b_y``, (R1)-(R3).
+    """An SRN with a linear read-out ``o_t = W_hy h_t + b_y``, (rnn-R1)-(rnn-R3).
 
     Args:
         d_x, d_h, d_y: input, hidden and output sizes.
