@@ -51,10 +51,41 @@ class History:
             raise KeyError(f"no evaluation recorded for {metric!r}; known: {sorted(self.evals)}")
         return self.evals[metric][-1][1]
 
+    def first_below(self, metric: str, level: float) -> int | None:
+        """The first step at which ``metric`` was below ``level``, or ``None`` if never.
+
+        ``metric`` is ``"loss"`` (the training loss of every step) or the name of an
+        evaluation; see :func:`first_step_below`."""
+        if metric == "loss":
+            return first_step_below(self.loss, level)
+        if metric not in self.evals:
+            raise KeyError(f"no evaluation recorded for {metric!r}; known: {sorted(self.evals)}")
+        steps, values = zip(*self.evals[metric], strict=True) if self.evals[metric] else ((), ())
+        return first_step_below(values, level, steps)
+
     def __repr__(self) -> str:
         tail = f", stopped: {self.stopped}" if self.stopped else ""
         final = f"{self.loss[-1]:.4g}" if self.loss else "n/a"
         return f"History({self.steps} steps, final loss {final}, {self.seconds:.1f} s{tail})"
+
+
+def first_step_below(values, level: float, steps=None) -> int | None:
+    """The step of the first value below ``level`` (strictly), or ``None`` if none is.
+
+    ``values`` is a sequence of numbers (a loss curve, evaluations); ``steps`` gives the
+    step of each value (by default its index). A NaN is never below the level. This is how
+    the chapters ask "when did it learn?" of a curve: the first training step with a loss
+    under a threshold, or the first evaluation with an error under one.
+    """
+    if isinstance(level, bool) or not isinstance(level, int | float) or math.isnan(level):
+        raise ValueError(f"level must be a number, got {level!r}")
+    values = [float(v) for v in values]
+    steps = list(range(len(values))) if steps is None else [int(s) for s in steps]
+    if len(steps) != len(values):
+        raise ValueError(
+            f"steps and values must have the same length, got {len(steps)} and {len(values)}"
+        )
+    return next((step for step, v in zip(steps, values, strict=True) if v < level), None)
 
 
 def clip(parameters, mode: str | None = "norm", c: float = 1.0) -> float:

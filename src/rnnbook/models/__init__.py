@@ -4,10 +4,16 @@ from rnnbook.models.clockwork import CWLSTM, CWRNN, ClockworkLM
 from rnnbook.models.gru import GRUCell
 from rnnbook.models.language import LanguageModel
 from rnnbook.models.lmu import DelayNetwork, LMUCell, ParallelLMU
-from rnnbook.models.lstm import DCMCell, LSTMCell, StackedLSTM, record_gates
+from rnnbook.models.lstm import DCMCell, LSTMCell, StackedLSTM, record_gates, torch_lstm
 from rnnbook.models.multiscale import RPN, SCRN, LeakySRN
 from rnnbook.models.ntm import NTM, NTMCell, NTMState
-from rnnbook.models.recurrent import Recurrent, RecurrentModel, hidden_of, unroll
+from rnnbook.models.recurrent import (
+    Recurrent,
+    RecurrentModel,
+    count_parameters,
+    hidden_of,
+    unroll,
+)
 from rnnbook.models.srn import SRN, SRNCell, math_parameters
 
 __all__ = [
@@ -32,8 +38,10 @@ __all__ = [
     "SRN",
     "SRNCell",
     "StackedLSTM",
+    "count_parameters",
     "hidden_of",
     "math_parameters",
     "record_gates",
+    "torch_lstm",
     "unroll",
 ]

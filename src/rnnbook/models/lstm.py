@@ -170,6 +170,23 @@ class LSTMCell(nn.Module):
         return f"d_x={self.input_size}, d_h={self.hidden_size}{extras}"
 
 
+def torch_lstm(d_x: int, H: int, forget_bias: float = 0.0) -> nn.LSTM:
+    """A batch-first one-layer ``nn.LSTM`` with torch's initialisation, except that the
+    forget gate's bias starts at ``forget_bias``: its slice of ``bias_ih`` is set to it and
+    ``bias_hh`` to zero, so the bias that enters (lstm-L1) is exactly ``forget_bias``; the
+    other gates' slices of ``bias_ih`` keep torch's initialisation. Wrap it in
+    :class:`~rnnbook.models.recurrent.RecurrentModel` for a read-out."""
+    check_positive_int(d_x, "d_x")
+    check_positive_int(H, "H")
+    if isinstance(forget_bias, bool) or not isinstance(forget_bias, int | float):
+        raise TypeError(f"forget_bias must be a number, got {forget_bias!r}")
+    lstm = nn.LSTM(d_x, H, batch_first=True)
+    with torch.no_grad():
+        lstm.bias_hh_l0.zero_()
+        lstm.bias_ih_l0[H : 2 * H] = forget_bias  # torch's gate order: i, f, g, o
+    return lstm
+
+
 class DCMCell(LSTMCell):
     """The Dynamic Cortex Memory, (lstm-D1)-(lstm-D5): a peephole LSTM whose gates also see
     each other.

@@ -112,6 +112,16 @@ def _drop_layer_axis(state):
     return state
 
 
+def count_parameters(model: nn.Module) -> int:
+    """The number of trainable numbers of ``model``: the sum of ``p.numel()`` over its
+    parameters that require a gradient (a frozen matrix, such as the LMU's ``A_bar``, is not
+    counted; nor is a weight shared by two layers counted twice). Models with masked weights
+    (the Clockwork RNN) have their own ``n_parameters``, which leaves the masked zeros out."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def as_core(core: nn.Module) -> nn.Module:
     """A recurrent core for a model: one of the book's cells (``project_inputs``/``step``),
     looped by :class:`Recurrent`, or a batch-first, one-layer, unidirectional
