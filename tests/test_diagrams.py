@@ -1,0 +1,285 @@
+"""rnnbook.diagrams: the SVG architecture diagrams of Chapters 1-4.
+
+Each diagram must be well-formed SVG with a title and a description, name what the
+chapter's equations name, use only the theme's colours (never pure black or white, on a
+transparent background), carry its intrinsic size so the browser suite can measure its ink,
+and come out the same every time.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+from IPython.core.formatters import DisplayFormatter
+
+from rnnbook import diagrams
+from rnnbook.plot import INK, PALETTE
+
+SVG = "{http://www.w3.org/2000/svg}"
+BLACK_OR_WHITE = {
+    "#000",
+    "#000000",
+    "black",
+    "#fff",
+    "#ffffff",
+    "white",
+    "rgb(0,0,0)",
+    "rgb(255,255,255)",
+}
+COLOUR_ATTRIBUTES = ("fill", "stroke", "color", "stop-color", "flood-color", "lighting-color")
+
+# Default arguments, plus the old read-out letter of Chapter 1.
+CASES = {name: (function, {}) for name, function in diagrams.ALL.items()}
+CASES["unrolled_rnn(readout='o')"] = (diagrams.unrolled_rnn, {"readout": "o"})
+
+KEY_LABELS = {
+    "unrolled_rnn": ["xt", "ht−1", "ht", "ht+1", "Wxh", "Whh", "Why", "vt, ŷt", "ℓt", "folded"],
+    "unrolled_rnn(readout='o')": ["ot, ŷt", "ot+1, ŷt+1", "Whh"],
+    "lstm_cell": [
+        "ct−1",
+        "ct",
+        "ht−1",
+        "xt",
+        "ht",
+        "ft",
+        "it",
+        "gt",
+        "ot",
+        "σ",
+        "tanh",
+        "tanh(ct)",
+        "it ⊙ gt",
+        "[ht−1; xt]",
+        "cell state",
+    ],
+    "gru_cell": [
+        "ht−1",
+        "ht",
+        "xt",
+        "zt",
+        "rt",
+        "ĥt",
+        "1−",
+        "(1 − zt) ⊙ ht−1",
+        "zt ⊙ ĥt",
+        "rt ⊙ ht−1",
+        "σ",
+        "tanh",
+    ],
+    "ntm_heads": [
+        "controller",
+        "read head",
+        "write head",
+        "memory Mt",
+        "N",
+        "M",
+        "content",
+        "key kt, strength βt",
+        "interpolation",
+        "gate gt, with wt−1",
+        "shift",
+        "shift weights st",
+        "sharpening",
+        "exponent γt",
+        "wtr",
+        "rt = Mt⊤ wtr",
+        "wtw, et, at",
+        "wtc",
+        "wtg",
+        "w̃t",
+        "wt",
+    ],
+    "lmu_toeplitz": [
+        "B̄",
+        "ĀB̄",
+        "Ā2B̄",
+        "Ā5B̄",
+        "H:,1",
+        "H:,2",
+        "H:,3",
+        "0",
+        "m1",
+        "m6",
+        "u1",
+        "u6",
+        "computed by FFT",
+    ],
+}
+
+
+def _texts(root) -> list[str]:
+    """The text of every <text> element as a reader would see it (subscripts inline)."""
+    return [
+        "".join(element.itertext()).replace("\u00a0", " ") for element in root.iter(f"{SVG}text")
+    ]
+
+
+@pytest.fixture(params=sorted(CASES), scope="module")
+def case(request):
+    function, kwargs = CASES[request.param]
+    diagram = function(**kwargs)
+    return request.param, diagram, ET.fromstring(diagram.svg)
+
+
+def test_parses_as_svg_with_title_and_description(case):
+    name, diagram, root = case
+    assert root.tag == f"{SVG}svg"
+    title, desc = list(root)[:2]
+    assert title.tag == f"{SVG}title" and title.text == diagram.title and diagram.title.strip()
+    assert desc.tag == f"{SVG}desc" and desc.text == diagram.desc
+    # The description is the text alternative: it must say what the drawing shows.
+    assert len(diagram.desc) > 300, name
+    assert root.get("role") == "img"
+    labelled_by = root.get("aria-labelledby").split()
+    assert labelled_by == [title.get("id"), desc.get("id")]
+
+
+def test_scales_and_has_its_intrinsic_size(case):
+    """A viewBox to scale; width and height so the browser rasterises it at full size.
+
+    With ``width="100%"`` alone, Chromium gives an ``<img>`` of the SVG a natural size of
+    300 x 150, and the browser suite's figure check, which draws the image at its natural
+    size, measured the thin grey ink at under 3:1 on both themes.
+    """
+    _, _, root = case
+    x, y, width, height = (float(v) for v in root.get("viewBox").split())
+    assert (x, y) == (0, 0) and width >= 700 and height >= 300
+    assert float(root.get("width")) == width and float(root.get("height")) == height
+    assert "max-width: 100%" in root.get("style") and "height: auto" in root.get("style")
+    assert root.get("font-family") == "sans-serif"
+
+
+def test_contains_its_key_labels(case):
+    name, _, root = case
+    texts = _texts(root)
+    missing = [label for label in KEY_LABELS[name] if label not in texts]
+    assert not missing, f"{name}: labels not found: {missing}; the labels are {texts}"
+
+
+def test_readout_letter_is_a_parameter():
+    default = _texts(ET.fromstring(diagrams.unrolled_rnn().svg))
+    old = _texts(ET.fromstring(diagrams.unrolled_rnn("o").svg))
+    assert "vt, ŷt" in default and not any(t.startswith("ot") for t in default)
+    assert "ot, ŷt" in old and "vt, ŷt" not in old
+    assert "o_t = W_hy h_t + b_y" in diagrams.unrolled_rnn("o").desc
+
+
+def test_only_theme_colours_and_never_black_or_white(case):
+    name, diagram, root = case
+    allowed = {c.lower() for c in [INK, *PALETTE]} | {"none"}
+    used = set()
+    for element in root.iter():
+        for attribute in COLOUR_ATTRIBUTES:
+            value = element.get(attribute)
+            if value is not None:
+                used.add(value.strip().lower().replace(" ", ""))
+        for declaration in (element.get("style") or "").split(";"):
+            if ":" in declaration:
+                key, value = declaration.split(":", 1)
+                if key.strip() in COLOUR_ATTRIBUTES:
+                    used.add(value.strip().lower().replace(" ", ""))
+    assert not used & BLACK_OR_WHITE, f"{name} uses {used & BLACK_OR_WHITE}"
+    assert used <= allowed, f"{name} uses colours outside the theme: {used - allowed}"
+    assert not re.search(r"\b(black|white)\b", diagram.svg.split("</desc>", 1)[1])
+
+
+def test_nothing_falls_back_to_black(case):
+    """SVG fills with black by default: the root says none, and every text names its fill."""
+    _, _, root = case
+    assert root.get("fill") == "none"
+    for text in root.iter(f"{SVG}text"):
+        assert text.get("fill") not in (None, "none"), ET.tostring(text, encoding="unicode")
+
+
+def test_background_is_transparent(case):
+    """No filled shape covers most of the drawing (a backdrop would hide the page's theme)."""
+    _, _, root = case
+    _, _, width, height = (float(v) for v in root.get("viewBox").split())
+    for rect in root.iter(f"{SVG}rect"):
+        if rect.get("fill", "none") == "none":
+            continue
+        area = float(rect.get("width")) * float(rect.get("height"))
+        assert area < 0.25 * width * height, ET.tostring(rect, encoding="unicode")
+
+
+def test_text_stays_inside_the_drawing(case):
+    """Rough check with estimated text widths: no label is cut off at an edge."""
+    name, _, root = case
+    _, _, width, height = (float(v) for v in root.get("viewBox").split())
+    for element in root.iter(f"{SVG}text"):
+        label = "".join(element.itertext())
+        size = float(element.get("font-size"))
+        extent = diagrams.label_width(label, size)
+        x, y = float(element.get("x")), float(element.get("y"))
+        anchor = element.get("text-anchor")
+        left = {"start": x, "middle": x - extent / 2, "end": x - extent}[anchor]
+        assert left >= 0 and left + extent <= width + 2, f"{name}: {label!r} at x={x}"
+        assert size <= y <= height, f"{name}: {label!r} at y={y}"
+
+
+def test_no_file_paths_and_unique_ids(case):
+    name, diagram, root = case
+    assert not re.search(r"file:|[A-Za-z]:\\|/(home|tmp|work|root|Users|usr)/", diagram.svg)
+    ids = [element.get("id") for element in root.iter() if element.get("id")]
+    assert len(ids) == len(set(ids))
+    # Several diagrams inline in one notebook must not share an id.
+    assert all(i.startswith("rnnbook-") for i in ids)
+
+
+def test_ids_differ_between_diagrams():
+    ids = [ET.fromstring(f().svg).find(f"{SVG}title").get("id") for f in diagrams.ALL.values()]
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_deterministic(name):
+    function, kwargs = CASES[name]
+    assert function(**kwargs).svg == function(**kwargs).svg
+
+
+def test_jupyter_displays_it_as_svg(tmp_path):
+    diagram = diagrams.lstm_cell()
+    data, _ = DisplayFormatter().format(diagram)
+    assert data["image/svg+xml"] == diagram.svg
+    assert "LSTM" in data["text/plain"]
+    path = diagram.save(tmp_path / "lstm.svg")
+    assert path.read_text(encoding="utf-8") == diagram.svg
+
+
+def test_subscripts_return_to_the_baseline():
+    root = ET.fromstring(diagrams.gru_cell().svg)
+    for text in root.iter(f"{SVG}text"):
+        shift = sum(float(t.get("dy", 0)) for t in text.iter(f"{SVG}tspan"))
+        assert abs(shift) < 1e-9, "".join(text.itertext())
+
+
+def test_ntm_example_weightings_are_distributions():
+    weightings = diagrams._ntm_weightings()
+    assert [label for label, _ in weightings] == ["w_t^c", "w_t^g", "w̃_t", "w_t"]
+    for label, w in weightings:
+        assert len(w) == 8 and min(w) >= 0 and abs(sum(w) - 1) < 1e-12, label
+    # The shift moves the peak by one row; sharpening makes it higher.
+    peak = [max(range(8), key=w.__getitem__) for _, w in weightings]
+    assert peak == [2, 2, 3, 3]
+    assert max(weightings[3][1]) > max(weightings[2][1])
+
+
+@pytest.mark.parametrize("readout", ["vv", "", "1", "_", 3])
+def test_unrolled_rnn_rejects_a_bad_readout(readout):
+    with pytest.raises(ValueError, match="readout must be a single letter"):
+        diagrams.unrolled_rnn(readout)
+
+
+@pytest.mark.parametrize("n", [2, 9, 4.0, True, "6"])
+def test_lmu_toeplitz_rejects_a_bad_size(n):
+    with pytest.raises(ValueError, match="n must be an integer from 3 to 8"):
+        diagrams.lmu_toeplitz(n)
+
+
+@pytest.mark.parametrize("n", [3, 8])
+def test_lmu_toeplitz_other_sizes(n):
+    root = ET.fromstring(diagrams.lmu_toeplitz(n).svg)
+    texts = _texts(root)
+    assert f"m{n}" in texts and f"H:,{n}" in texts and f"Ā{n - 1}B̄" in texts
