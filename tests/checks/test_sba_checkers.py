@@ -1,0 +1,166 @@
+"""Chapter 6's checkers accept right answers and reject the classic wrong ones, each with a
+hint that names the mistake."""
+
+import pytest
+import torch
+
+from rnnbook.checks import sba
+from rnnbook.checks.grading import CheckFailed
+
+
+def right_surprisal(v, M, pooling):
+    B, H = v.shape
+    modules = v.view(B, M, H // M)
+    p = modules.amax(-1) if pooling == "max" else modules.mean(-1)
+    return -torch.log_softmax(p, dim=-1)
+
+
+def right_select(v_hat, v_prev, s, s_prev, theta):
+    b = (s > s_prev + theta).to(v_hat.dtype)
+    units = b.repeat_interleave(v_hat.shape[1] // b.shape[1], dim=1)
+    return torch.where(units.bool(), v_hat, v_prev)
+
+
+def right_s_ic(i, f, g, o, c_prev, B):
+    c = f * c_prev + B * i * g
+    return c, o * torch.tanh(c)
+
+
+def test_right_answers_pass(capsys):
+    sba.module_surprisal(right_surprisal)
+    sba.sba_select(right_select)
+    sba.s_ic_cell(right_s_ic)
+    assert capsys.readouterr().out.count("✓") == 3
+
+
+def _pool(v, M, pooling):
+    B, H = v.shape
+    modules = v.view(B, M, H // M)
+    return modules.amax(-1) if pooling == "max" else modules.mean(-1)
+
+
+SURPRISAL_MISTAKES = {
+    "per unit": (lambda v, M, pooling: -torch.log_softmax(v, -1), "one value per unit"),
+    "no minus": (lambda v, M, pooling: torch.log_softmax(_pool(v, M, pooling), -1), "<= 0"),
+    "bits": (
+        lambda v, M, pooling: (
+            -torch.log_softmax(_pool(v, M, pooling), -1)
+            / torch.log(torch.tensor(2.0, dtype=v.dtype))
+        ),
+        "in bits",
+    ),
+    "other pooling": (
+        lambda v, M, pooling: right_surprisal(v, M, "mean" if pooling == "max" else "max"),
+        "pooled with the",
+    ),
+    "interleaved": (
+        lambda v, M, pooling: right_surprisal(
+            v.view(v.shape[0], v.shape[1] // M, M).transpose(1, 2).reshape(v.shape), M, pooling
+        ),
+        "every M-th unit",
+    ),
+    "batch softmax": (
+        lambda v, M, pooling: -torch.log_softmax(_pool(v, M, pooling), 0),
+        "over the batch",
+    ),
+    "log of pooled": (lambda v, M, pooling: -torch.log(_pool(v, M, pooling)), "log of the pooled"),
+    "stub": (lambda v, M, pooling: (_ for _ in ()).throw(NotImplementedError), "not implemented"),
+}
+
+
+@pytest.mark.parametrize("name", SURPRISAL_MISTAKES)
+def test_surprisal_mistakes_are_named(name):
+    fn, hint = SURPRISAL_MISTAKES[name]
+    with pytest.raises(CheckFailed, match=hint):
+        sba.module_surprisal(fn)
+
+
+def _select_with(decide, tiled=False, swapped=False):
+    def select(v_hat, v_prev, s, s_prev, theta):
+        b = decide(s, s_prev, theta).to(v_hat.dtype)
+        K = v_hat.shape[1] // b.shape[1]
+        units = b.repeat(1, K) if tiled else b.repeat_interleave(K, dim=1)
+        if swapped:
+            units = 1 - units
+        return units * v_hat + (1 - units) * v_prev
+
+    return select
+
+
+def _in_place(v_hat, v_prev, s, s_prev, theta):
+    out = right_select(v_hat, v_prev, s, s_prev, theta)
+    v_prev.copy_(out)
+    return out
+
+
+SELECT_MISTAKES = {
+    "reversed": (_select_with(lambda s, sp, th: s < sp + th), "wrong way round"),
+    "threshold sign": (_select_with(lambda s, sp, th: s > sp - th), "works against"),
+    "no threshold": (_select_with(lambda s, sp, th: s > sp), "left out"),
+    "ties": (_select_with(lambda s, sp, th: s >= sp + th), ">= instead of >"),
+    "swapped": (_select_with(lambda s, sp, th: s > sp + th, swapped=True), "wrong way round"),
+    "tiled": (_select_with(lambda s, sp, th: s > sp + th, tiled=True), "wrong order"),
+    "in place": (_in_place, "in place"),
+}
+
+
+@pytest.mark.parametrize("name", SELECT_MISTAKES)
+def test_select_mistakes_are_named(name):
+    fn, hint = SELECT_MISTAKES[name]
+    with pytest.raises(CheckFailed, match=hint):
+        sba.sba_select(fn)
+
+
+def _cell(c_of, h_from_plain=False):
+    def cell(i, f, g, o, c_prev, B):
+        c = c_of(i, f, g, c_prev, B)
+        plain = f * c_prev + i * g
+        return c, o * torch.tanh(plain if h_from_plain else c)
+
+    return cell
+
+
+S_IC_MISTAKES = {
+    "nothing kept": (_cell(lambda i, f, g, c, B: f * c + i * g), "changed nothing"),
+    "forget gate": (
+        _cell(lambda i, f, g, c, B: B * (f * c + i * g) + (1 - B) * (c + i * g)),
+        "S_f",
+    ),
+    "frozen cell": (_cell(lambda i, f, g, c, B: B * (f * c + i * g) + (1 - B) * c), "S_c"),
+    "input to one": (_cell(lambda i, f, g, c, B: f * c + (B * i + (1 - B)) * g), "forced to 1"),
+    "inverted": (_cell(lambda i, f, g, c, B: f * c + (1 - B) * i * g), "B = 1 means update"),
+    "h from plain cell": (_cell(lambda i, f, g, c, B: f * c + B * i * g, True), "plain step"),
+}
+
+
+@pytest.mark.parametrize("name", S_IC_MISTAKES)
+def test_s_ic_mistakes_are_named(name):
+    fn, hint = S_IC_MISTAKES[name]
+    with pytest.raises(CheckFailed, match=hint):
+        sba.s_ic_cell(fn)
+
+
+def test_checkers_leave_the_global_random_state_alone():
+    torch.manual_seed(0)
+    before = torch.rand(1)
+    torch.manual_seed(0)
+    sba.module_surprisal(right_surprisal)
+    assert torch.equal(torch.rand(1), before)
+
+
+def test_the_s_ic_reference_is_the_package_cell():
+    from rnnbook.models import LSTMCell
+    from rnnbook.models.sba import SBALSTMCell
+
+    torch.manual_seed(0)
+    cell = SBALSTMCell(3, 8, "ic", M=8).double()
+    state = (torch.randn(4, 8, dtype=torch.float64), torch.randn(4, 8, dtype=torch.float64))
+    s_ref = torch.randn(4, 8, dtype=torch.float64)
+    x_proj = cell.project_inputs(torch.randn(4, 3, dtype=torch.float64))
+    cell.trace = []
+    h, c, _, _ = cell.step(x_proj, (*state, s_ref, s_ref))
+    gates = LSTMCell.step_gates(cell, x_proj, state)
+    units = cell.trace[0]  # M = H: one unit per module
+    c_ref, h_ref = sba._s_ic(gates.input_gate, gates.forget_gate, gates.candidate,
+                             gates.output_gate, state[1], units)  # fmt: skip
+    assert torch.equal(c, c_ref) and torch.equal(h, h_ref)
