@@ -37,7 +37,7 @@ def manual_bptt(
             ``b_y`` (d_y); see :func:`rnnbook.models.srn.math_parameters`.
         x: inputs (B, T, d_x).
         y: targets: (B, T, d_y) for ``loss="mse"``, class indices (B, T) for ``"ce"``.
-        loss: ``"mse"`` sums ``1/2 ||o_t - y_t||^2``; ``"ce"`` sums the softmax cross-entropy.
+        loss: ``"mse"`` sums ``1/2 ||v_t - y_t||^2``; ``"ce"`` sums the softmax cross-entropy.
             Both are sums over the batch and over time, ``L = sum_t l_t``.
         mask: (B, T), which steps carry a loss (many-to-one: only the last); default all.
 
@@ -57,24 +57,24 @@ def manual_bptt(
     m = torch.ones(B, T, dtype=x.dtype) if mask is None else mask.to(x.dtype)
 
     # Forward pass, keeping a_t and h_t for the backward pass.
-    a, h, o = [], [h_prev], []
+    a, h, v = [], [h_prev], []
     for t in range(T):
         a.append(x[:, t] @ W_xh.T + h[-1] @ W_hh.T + b_h)  # (rnn-R1)  (B, d_h)
         h.append(phi(a[-1]))  # (rnn-R2)
-        o.append(h[-1] @ W_hy.T + b_y)  # (rnn-R3)  (B, d_y)
+        v.append(h[-1] @ W_hy.T + b_y)  # (rnn-R3)  (B, d_y)
 
-    # Loss and eps_t = dL/do_t, (rnn-R4).
+    # Loss and eps_t = dL/dv_t, (rnn-R4).
     total = torch.zeros((), dtype=x.dtype)
     eps = []
     for t in range(T):
         w = m[:, t : t + 1]  # (B, 1)
         if loss == "mse":
-            diff = o[t] - y[:, t]
+            diff = v[t] - y[:, t]
             total = total + 0.5 * (w * diff**2).sum()
             eps.append(w * diff)
         else:
-            log_p = torch.log_softmax(o[t], dim=-1)
-            onehot = torch.nn.functional.one_hot(y[:, t], o[t].shape[-1]).to(x.dtype)
+            log_p = torch.log_softmax(v[t], dim=-1)
+            onehot = torch.nn.functional.one_hot(y[:, t], v[t].shape[-1]).to(x.dtype)
             total = total - (w * onehot * log_p).sum()
             eps.append(w * (log_p.exp() - onehot))
 
@@ -82,8 +82,8 @@ def manual_bptt(
     grads = {n: torch.zeros_like(p) for n, p in zip(PARAMETER_NAMES, (W_xh, W_hh, b_h, W_hy, b_y))}
     delta_next = torch.zeros_like(h_prev)
     for t in reversed(range(T)):
-        g = eps[t] @ W_hy + delta_next @ W_hh  # (rnn-R5)  dL/dh_t
-        delta = phi_prime(a[t], h[t + 1]) * g  # (rnn-R6)  dL/da_t
+        h_bar = eps[t] @ W_hy + delta_next @ W_hh  # (rnn-R5)  h_bar_t = dL/dh_t
+        delta = phi_prime(a[t], h[t + 1]) * h_bar  # (rnn-R6)  dL/da_t
         grads["W_hh"] += delta.T @ h[t]  # (rnn-R7)  h[t] is h_{t-1}
         grads["W_xh"] += delta.T @ x[:, t]
         grads["b_h"] += delta.sum(0)

@@ -1,6 +1,6 @@
 """rnnbook.checks.lmu: each checker passes a right answer and explains typical wrong ones.
 
-The right answers are written from the equations (spec lmu §1.3, §1.4, §2.4), not by calling
+The right answers are written from the equations ((lmu-legendre), (lmu-zoh), (lmu-modes)), not by calling
 the checkers' own references.
 """
 
@@ -22,7 +22,7 @@ def ema_window_right(theta):
 def euler_min_theta_right(d):
     i = np.arange(d)[:, None]
     j = np.arange(d)[None, :]
-    theta_A = (2 * i + 1) * np.where(i < j, -1.0, (-1.0) ** (i - j + 1))  # (3.8), theta = 1
+    theta_A = (2 * i + 1) * np.where(i < j, -1.0, (-1.0) ** (i - j + 1))  # (lmu-ABC), theta = 1
     lam = np.linalg.eigvals(theta_A)
     return float(np.max(np.abs(lam) ** 2 / (-2 * lam.real)))
 
@@ -48,7 +48,7 @@ def fft_memory_circular(u, H):
 
 
 def _shifted_legendre(d, r):
-    """(3.14) literally, with exact binomials."""
+    """(lmu-legendre) literally, with exact binomials."""
     return [
         (-1) ** i * sum(math.comb(i, k) * math.comb(i + k, k) * (-r) ** k for k in range(i + 1))
         for i in range(d)

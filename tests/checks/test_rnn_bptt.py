@@ -22,7 +22,7 @@ def clip_right(grads, c):
 
 def lag_jacobian_right(W_hh, a, k, t):
     J = torch.eye(W_hh.shape[0], dtype=W_hh.dtype)
-    for i in range(k + 1, t + 1):  # later factors on the left, (R10)
+    for i in range(k + 1, t + 1):  # later factors on the left, (rnn-R10)
         J = torch.diag(1 - torch.tanh(a[i - 1]) ** 2) @ W_hh @ J
     return J
 

@@ -88,7 +88,7 @@ def _loop_memory(u: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
 
 @own_random_state
 def fft_memory(fn) -> str:
-    """Exercise: ``fn(u (B, n), H (d, n)) -> m (B, n, d)``, the memories by FFT (3.26)."""
+    """Exercise: ``fn(u (B, n), H (d, n)) -> m (B, n, d)``, the memories by FFT (lmu-modes)."""
     g = torch.Generator().manual_seed(41)
     tests = []
     for B, n, d in ((3, 50, 6), (1, 17, 4)):
@@ -123,7 +123,10 @@ def fft_memory(fn) -> str:
 
 @own_random_state
 def decode(fn) -> str:
-    """Exercise: ``fn(m (..., d), r) -> u(t - r theta)``: the shifted-Legendre read-out (3.14)."""
+    """Exercise: ``fn(m (..., d), r) -> u(t - r theta)``, the shifted-Legendre read-out.
+
+    The read-out is (lmu-decode) with the polynomials of (lmu-legendre).
+    """
     g = torch.Generator().manual_seed(42)
     tests = []
     for d, shape in ((6, (5, 6)), (9, (2, 3, 9))):
@@ -148,7 +151,10 @@ def decode(fn) -> str:
                     f"decode(m, {r}) reads the window backwards.",
                     "r = 0 is the present and r = 1 the input theta steps ago.",
                 )
-            fail(f"decode(m, {r}) differs from the read-out (d = {d}).", "see equation (3.14).")
+            fail(
+                f"decode(m, {r}) differs from the read-out (d = {d}).",
+                "see equations (lmu-legendre) and (lmu-decode).",
+            )
     tests.append("r = 0.5, 0, 0.3 and 1 for d = 6 and 9, with batch dimensions")
     d = 48  # high orders: the explicit sum of (lmu-legendre) cancels catastrophically here
     m = torch.randn(4, d, generator=g, dtype=torch.float64) / d

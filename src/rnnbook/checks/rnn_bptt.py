@@ -17,7 +17,10 @@ def _reference_step(x_t, h_prev, W_xh, W_hh, b_h):
 
 
 def srn_step(fn) -> str:
-    """Exercise: ``fn(x_t, h_prev, W_xh, W_hh, b_h) -> h_t``, one tanh SRN step (R1)-(R2)."""
+    """Exercise: ``fn(x_t, h_prev, W_xh, W_hh, b_h) -> h_t``, one tanh SRN step.
+
+    The step is (rnn-R1)-(rnn-R2).
+    """
     g = torch.Generator().manual_seed(1)
     d_x, d_h = 3, 4
     W_xh = torch.randn(d_h, d_x, generator=g, dtype=torch.float64)
@@ -34,30 +37,30 @@ def srn_step(fn) -> str:
         if not close(out, want):
             only_input = _reference_step(x_t, torch.zeros_like(h_prev), W_xh, W_hh, b_h)
             if close(out, only_input):
-                fail("h_t ignores the previous state.", "(R1) has a recurrent term in h_{t-1}.")
+                fail("h_t ignores the previous state.", "(rnn-R1) has a recurrent term in h_{t-1}.")
             pre = x_t @ W_xh.T + h_prev @ W_hh.T + b_h
             if close(out, pre):
-                fail("h_t has the right pre-activation but no nonlinearity.", "apply (R2).")
+                fail("h_t has the right pre-activation but no nonlinearity.", "apply (rnn-R2).")
             diagnoses = [
                 (torch.tanh(x_t @ W_xh.T + h_prev @ W_hh + b_h), "the recurrent term",
                  "W_hh is (d_h, d_h) in torch's layout: the term is h_{t-1} @ W_hh.T."),
                 (torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T), "the bias",
-                 "(R1) adds b_h inside the nonlinearity."),
+                 "(rnn-R1) adds b_h inside the nonlinearity."),
                 (torch.tanh(x_t @ W_xh.T + h_prev @ W_hh.T) + b_h, "the bias",
                  "b_h goes inside the tanh, not after it."),
-                (torch.relu(pre), "the nonlinearity", "this chapter's SRN uses tanh in (R2)."),
-                (torch.sigmoid(pre), "the nonlinearity", "this chapter's SRN uses tanh in (R2)."),
+                (torch.relu(pre), "the nonlinearity", "the SRN of (rnn-R2) uses tanh."),
+                (torch.sigmoid(pre), "the nonlinearity", "the SRN of (rnn-R2) uses tanh."),
             ]  # fmt: skip
             for wrong, part, hint in diagnoses:
                 if close(out, wrong):
-                    fail(f"h_t differs from (R1)-(R2) in {part}.", hint)
+                    fail(f"h_t differs from (rnn-R1)-(rnn-R2) in {part}.", hint)
             fail(
-                f"h_t differs from (R1)-(R2) for a batch of {B} (max error "
+                f"h_t differs from (rnn-R1)-(rnn-R2) for a batch of {B} (max error "
                 f"{(out - want).abs().max():.3g}).",
-                "compare term by term with (R1): x_t @ W_xh.T, h_{t-1} @ W_hh.T, b_h; then tanh.",
+                "compare term by term with (rnn-R1), then apply the tanh of (rnn-R2).",
             )
     tests.append("shapes for batches of 5 and 1")
-    tests.append("values against (R1)-(R2)")
+    tests.append("values against (rnn-R1)-(rnn-R2)")
     W = W_hh.clone().requires_grad_(True)
     x_t = torch.randn(2, d_x, generator=g, dtype=torch.float64)
     h_prev = torch.randn(2, d_h, generator=g, dtype=torch.float64)
@@ -68,13 +71,13 @@ def srn_step(fn) -> str:
     W_ref = W_hh.clone().requires_grad_(True)
     (want,) = torch.autograd.grad(_reference_step(x_t, h_prev, W_xh, W_ref, b_h).sum(), W_ref)
     if not close(got, want):
-        fail("the gradient with respect to W_hh is wrong.", "compare your formula with (R1).")
+        fail("the gradient with respect to W_hh is wrong.", "compare your formula with (rnn-R1).")
     tests.append("gradient with respect to W_hh")
     return passed("srn_step", tests)
 
 
 def clip_by_global_norm(fn) -> str:
-    """Exercise: ``fn(grads, c) -> clipped``: rescale a list of tensors jointly, (R12)."""
+    """Exercise: ``fn(grads, c) -> clipped``: rescale a list of tensors jointly, (rnn-R12)."""
     g = torch.Generator().manual_seed(2)
     tests = []
     small = [torch.randn(3, 3, generator=g) * 0.01, torch.randn(3, generator=g) * 0.01]
@@ -84,7 +87,7 @@ def clip_by_global_norm(fn) -> str:
     if not all(close(a, b) for a, b in zip(out, small)):
         fail(
             "a gradient whose norm is below the threshold was changed.",
-            "see the case split in (R12).",
+            "see the case split in (rnn-R12).",
         )
     tests.append("a small gradient is left alone")
     big = [torch.tensor([30.0, 40.0]), torch.tensor([0.0, 0.0, 120.0])]  # joint norm 130
@@ -92,7 +95,7 @@ def clip_by_global_norm(fn) -> str:
     joint = torch.sqrt(sum((t**2).sum() for t in out))
     per_tensor = [t * min(1.0, 13.0 / float(t.norm())) for t in big]
     if all(close(a, b) for a, b in zip(out, per_tensor)):
-        fail("each tensor was clipped on its own.", "(R12) uses one norm over all the tensors.")
+        fail("each tensor was clipped on its own.", "(rnn-R12) uses one norm over all the tensors.")
     if abs(float(joint) - 13.0) > 1e-4:
         fail(f"after clipping the joint norm is {float(joint):.4g}, expected 13.", "rescale to c.")
     tests.append("a large gradient ends with norm c")
@@ -105,7 +108,7 @@ def clip_by_global_norm(fn) -> str:
 
 
 def lag_jacobian(fn) -> str:
-    """Exercise: ``fn(W_hh, a, k, t) -> dh_t/dh_k`` for a tanh SRN, by the product (R10).
+    """Exercise: ``fn(W_hh, a, k, t) -> dh_t/dh_k`` for a tanh SRN, by the product (rnn-R10).
 
     ``a`` (T, d_h) holds the pre-activations: ``a[i - 1]`` is ``a_i``.
     """
@@ -166,7 +169,7 @@ def vanishing_despite_large_weights(W_hh, x) -> str:
     if not norm < 1e-3:
         fail(
             f"||dh_T/dh_0|| = {norm:.3g}, not below 1e-3.",
-            "the bound (R11) has a factor phi'(a_t) per step: what makes tanh' small?",
+            "the bound (rnn-R11) has a factor phi'(a_t) per step: what makes tanh' small?",
         )
     return passed(
         "vanishing_despite_large_weights",

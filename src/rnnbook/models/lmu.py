@@ -415,3 +415,35 @@ class ParallelLMU(nn.Module):
 
     def extra_repr(self) -> str:
         return f"f1={self.f1!r}, f2={self.f2!r}, return_sequences={self.return_sequences}"
+
+
+def frequency_response(A, B, C, omega) -> np.ndarray:
+    """``H(i omega) = C^T (i omega I - A)^{-1} B`` of the continuous system (lmu-lti), D = 0.
+
+    A sinusoid ``e^{i omega t}`` entering (lmu-lti) leaves it as ``H(i omega) e^{i omega t}``:
+    ``|H|`` is the gain and ``angle(H)`` the phase shift at angular frequency ``omega`` (radians
+    per unit of time, the unit of theta). The ideal delay of theta has ``H = e^{-i omega theta}``.
+
+    Args:
+        A: (d, d), B: (d,), C: (d,), for example from :func:`dn_matrices`.
+        omega: a real number or array of them, any shape.
+
+    Returns:
+        complex128 array of ``omega``'s shape, computed in float64 by solving one linear
+        system per frequency (never inverting ``i omega I - A``).
+    """
+    A, B = _as_system(A, B, "A", "B")
+    C = np.asarray(C, dtype=np.float64)
+    if C.shape != B.shape:
+        raise ValueError(f"C must have shape (d,) = {B.shape}, got {C.shape}")
+    omega = np.asarray(omega)
+    if not np.isrealobj(omega) or not np.issubdtype(omega.dtype, np.number):
+        raise TypeError(f"omega must be real frequencies, got dtype {omega.dtype}")
+    omega = omega.astype(np.float64)
+    if not np.all(np.isfinite(omega)):
+        raise ValueError("omega must be finite")
+    d = A.shape[0]
+    system = 1j * omega.reshape(-1, 1, 1) * np.eye(d) - A  # (n, d, d)
+    right = np.broadcast_to(B.astype(np.complex128), (system.shape[0], d))[..., None]
+    state = np.linalg.solve(system, right)[..., 0]  # (n, d): (i omega I - A)^{-1} B
+    return (state @ C).reshape(omega.shape)

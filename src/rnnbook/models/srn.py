@@ -112,7 +112,7 @@ class SRNCell(nn.Module):
 
 
 class SRN(nn.Module):
-    """An SRN with a linear read-out ``o_t = W_hy h_t + b_y``, (rnn-R1)-(rnn-R3).
+    """An SRN with a linear read-out ``v_t = W_hy h_t + b_y``, (rnn-R1)-(rnn-R3).
 
     Args:
         d_x, d_h, d_y: input, hidden and output sizes.
@@ -122,7 +122,7 @@ class SRN(nn.Module):
             (W_hh = I and zero bias: the IRNN of Le et al. 2015) or ``("scaled_orthogonal", rho)``.
 
     ``forward(x, h0=None)`` takes ``x`` (B, T, d_x) and returns ``(y, h)``: the outputs
-    ``o_t`` (B, T, d_y) before any softmax/sigmoid and the hidden states (B, T, d_h).
+    ``v_t`` (B, T, d_y) before any softmax/sigmoid and the hidden states (B, T, d_h).
     """
 
     def __init__(
