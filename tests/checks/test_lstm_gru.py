@@ -1,7 +1,8 @@
 """rnnbook.checks.lstm_gru: each checker passes a right answer and explains typical wrong ones.
 
-The right answers below are written from the equations (spec lstm-gru §2, §4, §5.1), not by
-calling the book's cells, and are themselves checked against ``nn.LSTM``/``nn.GRU``.
+The right answers below are written from the equations, (lstm-L1)-(lstm-L6),
+(lstm-P1)-(lstm-P5) and (lstm-G1)-(lstm-G4) with torch's GRU conventions, not by calling
+the book's cells, and are themselves checked against ``nn.LSTM``/``nn.GRU``.
 """
 
 from __future__ import annotations
@@ -49,13 +50,13 @@ def _affine(x_t, h_prev, gate):
 
 
 def peephole_right(x_t, h_prev, c_prev, cell):
-    """(P1)-(P5) with sigma_h = tanh."""
+    """(lstm-P1)-(lstm-P5) with sigma_h = tanh."""
     gates = _lstm_slices(cell)
-    f = torch.sigmoid(_affine(x_t, h_prev, gates["f"]) + cell.peephole_f * c_prev)  # (P1)
-    i = torch.sigmoid(_affine(x_t, h_prev, gates["i"]) + cell.peephole_i * c_prev)  # (P2)
-    c = f * c_prev + i * torch.tanh(_affine(x_t, h_prev, gates["g"]))  # (P3)
-    o = torch.sigmoid(_affine(x_t, h_prev, gates["o"]) + cell.peephole_o * c)  # (P4)
-    return o * torch.tanh(c), c  # (P5)
+    f = torch.sigmoid(_affine(x_t, h_prev, gates["f"]) + cell.peephole_f * c_prev)  # (lstm-P1)
+    i = torch.sigmoid(_affine(x_t, h_prev, gates["i"]) + cell.peephole_i * c_prev)  # (lstm-P2)
+    c = f * c_prev + i * torch.tanh(_affine(x_t, h_prev, gates["g"]))  # (lstm-P3)
+    o = torch.sigmoid(_affine(x_t, h_prev, gates["o"]) + cell.peephole_o * c)  # (lstm-P4)
+    return o * torch.tanh(c), c  # (lstm-P5)
 
 
 def parameter_count_right(kind, d_x, d_h, biases):
@@ -118,7 +119,7 @@ def test_parameter_count_right_matches_torch(kind, module):
 
 
 def test_parameter_count_right_gives_the_appendix_numbers():
-    """Spec §7 exercise 2: 7,130 with one bias per gate, 7,290 with PyTorch's two."""
+    """Exercise ex-lstm-count: 7,130 with one bias per gate, 7,290 with PyTorch's two."""
     assert parameter_count_right("lstm", 1, 40, 1) + 410 == 7130
     assert parameter_count_right("lstm", 1, 40, 2) + 410 == 7290
 
@@ -420,14 +421,26 @@ PEEPHOLE_WRONG = {
     "no-peepholes": (peephole_ignored, "c_t ignores the peepholes", r"p ⊙ c_\{t-1\} inside σ"),
     "o-reads-c_prev": (
         peephole_output_reads_c_prev,
-        r"h_t differs from \(P4\)-\(P5\)",
+        r"h_t differs from \(lstm-P4\)-\(lstm-P5\)",
         r"the output gate peeks at the \*new\* cell state c_t",
     ),
-    "p_i-p_f-swapped": (peephole_i_f_swapped, r"c_t differs from \(P3\)", r"\*previous\* cell"),
-    "identity-output": (peephole_identity_output, r"h_t differs from \(P4\)-\(P5\)", "output gate"),
+    "p_i-p_f-swapped": (
+        peephole_i_f_swapped,
+        r"c_t differs from \(lstm-P3\)",
+        r"\*previous\* cell",
+    ),
+    "identity-output": (
+        peephole_identity_output,
+        r"h_t differs from \(lstm-P4\)-\(lstm-P5\)",
+        "output gate",
+    ),
     "only-h": (peephole_returns_only_h, r"return the pair \(h_t, c_t\)", "new cell state"),
     "three-values": (peephole_returns_three, r"return the pair \(h_t, c_t\)", "next step"),
-    "c-h-swapped": (peephole_returns_c_h, r"c_t differs from \(P3\)", "forget and input gates"),
+    "c-h-swapped": (
+        peephole_returns_c_h,
+        r"c_t differs from \(lstm-P3\)",
+        "forget and input gates",
+    ),
     "shape": (peephole_flattened, r"h_t should have shape \(5, 4\), got \(20,\)", "batch"),
     "crash": (peephole_crashes, "peephole_lstm_step raised RuntimeError", "run it"),
     "not-implemented": (not_implemented, "peephole_lstm_step is not implemented yet", "raise"),

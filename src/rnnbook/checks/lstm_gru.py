@@ -82,8 +82,9 @@ def gru_step(fn) -> str:
 
 @own_random_state
 def peephole_lstm_step(fn) -> str:
-    """Exercise: ``fn(x_t, h_prev, c_prev, cell) -> (h_t, c_t)``: one step of (P1)-(P5) with
-    ``sigma_h = tanh``, reading the weights from ``cell`` (an ``LSTMCell(peephole=True)``)."""
+    """Exercise: ``fn(x_t, h_prev, c_prev, cell) -> (h_t, c_t)``: one step of
+    (lstm-P1)-(lstm-P5) with ``sigma_h = tanh``, reading the weights from ``cell`` (an
+    ``LSTMCell(peephole=True)``)."""
     g = torch.Generator().manual_seed(22)
     d_x, H = 3, 4
     tests = []
@@ -102,17 +103,24 @@ def peephole_lstm_step(fn) -> str:
             plain = LSTMCell(d_x, H).double()
             plain.load_state_dict(cell.state_dict(), strict=False)
             if close(c, plain(x_t, (h_prev, c_prev))[1].detach()):
-                fail("c_t ignores the peepholes.", "(P1) and (P2) add p ⊙ c_{t-1} inside σ.")
+                fail(
+                    "c_t ignores the peepholes.",
+                    "(lstm-P1) and (lstm-P2) add p ⊙ c_{t-1} inside σ.",
+                )
             fail(
-                f"c_t differs from (P3) (max error {(c - want_c).abs().max():.3g}).",
+                f"c_t differs from (lstm-P3) (max error {(c - want_c).abs().max():.3g}).",
                 "the forget and input gates peek at the *previous* cell state c_{t-1}.",
             )
         if not close(h, want_h):
             fail(
-                f"h_t differs from (P4)-(P5) (max error {(h - want_h).abs().max():.3g}).",
+                f"h_t differs from (lstm-P4)-(lstm-P5) (max error {(h - want_h).abs().max():.3g}).",
                 "the output gate peeks at the *new* cell state c_t, which you just computed.",
             )
-    tests += ["c_t against (P1)-(P3)", "h_t against (P4)-(P5)", "batches of 5 and 1"]
+    tests += [
+        "c_t against (lstm-P1)-(lstm-P3)",
+        "h_t against (lstm-P4)-(lstm-P5)",
+        "batches of 5 and 1",
+    ]
     # A step is only useful for training if the gradient flows to the peepholes.
     out = call(fn, x_t, h_prev, c_prev, cell, name="peephole_lstm_step")
     peepholes = [p for name, p in cell.named_parameters() if "peephole" in name]

@@ -3,9 +3,10 @@
 ``python -m rnnbook.runs TASK --help`` lists a task's options. The tasks:
 
 * ``copy``: Chapter 3's NTM and its LSTM baseline on the copy task (:mod:`rnnbook.runs.copy`).
+* ``charlm``: Chapter 2's character-level PTB language model (:mod:`rnnbook.runs.charlm`).
 """
 
-TASKS = {"copy": "rnnbook.runs.copy"}
+TASKS = {"copy": "rnnbook.runs.copy", "charlm": "rnnbook.runs.charlm"}
 
 
 def book_runs() -> dict:
