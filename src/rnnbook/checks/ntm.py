@@ -22,7 +22,7 @@ def _weightings(g, *shape) -> torch.Tensor:
     return torch.softmax(2 * torch.randn(*shape, generator=g, dtype=F64), dim=-1)
 
 
-# --- writing with several heads, (N2)-(N3) ------------------------------------------------------
+# --- writing with several heads, (ntm-write) ------------------------------------------------------
 
 
 def _write_add_first(memory, w, erase, add):
@@ -53,7 +53,7 @@ def _write_summed_erase(memory, w, erase, add):
 @own_random_state
 def write(fn) -> str:
     """Exercise: ``fn(memory (B, N, M), w (B, H, N), erase (B, H, M), add (B, H, M))`` returns
-    the new memory (B, N, M) after H write heads: (N2)-(N3), all erases, then all adds."""
+    the new memory (B, N, M) after H write heads: (ntm-write), all erases, then all adds."""
     g = torch.Generator().manual_seed(31)
     tests = []
     for B, H, N, M in ((3, 1, 6, 4), (2, 2, 5, 3), (1, 3, 7, 2)):
@@ -68,7 +68,10 @@ def write(fn) -> str:
         if close(out, want):
             continue
         for wrong, hint in (
-            (_write_add_first, "erase first (N2), then add (N3): the add must survive the erase."),
+            (
+                _write_add_first,
+                "erase first (ntm-write), then add (ntm-write): the add must survive the erase.",
+            ),
             (
                 _write_head_by_head,
                 "apply every head's erase before any head's add; head by head, the result "
@@ -86,7 +89,7 @@ def write(fn) -> str:
             if close(out, wrong(memory, w, erase, add)):
                 fail(f"the memory after {H} write head(s) is not right.", hint)
         fail(
-            f"the memory after {H} write head(s) differs from (N2)-(N3) (B={B}, N={N}, M={M}).",
+            f"the memory after {H} write head(s) differs from (ntm-write) (B={B}, N={N}, M={M}).",
             "M * prod_h (1 - w_h e_h^T) + sum_h w_h a_h^T, with w_h(i) e_h[j] for row i, column j.",
         )
     tests.append("one, two and three heads on random memories")
@@ -107,7 +110,7 @@ def write(fn) -> str:
     return passed("write", tests)
 
 
-# --- the circular shift, (N7) ---------------------------------------------------------------
+# --- the circular shift, (ntm-shift) --------------------------------------------------------
 
 
 def _shift_by_loop(w: torch.Tensor, s: torch.Tensor, direction: int, wrap: bool) -> torch.Tensor:
@@ -129,7 +132,7 @@ def _shift_by_loop(w: torch.Tensor, s: torch.Tensor, direction: int, wrap: bool)
 
 @own_random_state
 def shift(fn) -> str:
-    """Exercise: ``fn(w (B, N), s (B, 2S+1)) -> w~ (B, N)``, the circular convolution (N7) in
+    """Exercise: ``fn(w (B, N), s (B, 2S+1)) -> w~ (B, N)``, the circular convolution (ntm-shift) in
     the book's convention: entry k of s is the shift k - S, so s(+1) = 1 moves row i to i+1."""
     g = torch.Generator().manual_seed(32)
     tests = []
@@ -144,7 +147,8 @@ def shift(fn) -> str:
             fail(
                 f"your shift runs backwards (N = {N}, {2 * S + 1} shifts): s(+1) moves mass "
                 "from row i to row i-1.",
-                "that is a cross-correlation, which conv1d computes; (N7) sums w(j) s(i - j).",
+                "that is a cross-correlation, which conv1d computes; (ntm-shift) sums "
+                "w(j) s(i - j).",
             )
         if close(out, _shift_by_loop(w, s, direction=1, wrap=False)):
             fail(
@@ -157,7 +161,7 @@ def shift(fn) -> str:
                 "read S from s.shape[-1] = 2S + 1 instead of assuming S = 1.",
             )
         fail(
-            f"the shifted weighting differs from (N7) (N = {N}, {2 * S + 1} shifts).",
+            f"the shifted weighting differs from (ntm-shift) (N = {N}, {2 * S + 1} shifts).",
             "try w = e_0 and s = (0, 0, 1): the result must be e_1.",
         )
     tests.append("3 and 5 shifts on random weightings, with wrap-around")
@@ -170,12 +174,12 @@ def shift(fn) -> str:
     return passed("shift", tests)
 
 
-# --- sharpening, (N8) -------------------------------------------------------------------------
+# --- sharpening, (ntm-sharpen) --------------------------------------------------------------
 
 
 @own_random_state
 def sharpen(fn) -> str:
-    """Exercise: ``fn(w (B, N), gamma (B, 1)) -> (B, N)``, the sharpening (N8)
+    """Exercise: ``fn(w (B, N), gamma (B, 1)) -> (B, N)``, the sharpening (ntm-sharpen)
     ``w^gamma / sum_j w(j)^gamma``, safe in float32 and differentiable where w has zeros."""
     g = torch.Generator().manual_seed(33)
     tests = []
@@ -190,10 +194,11 @@ def sharpen(fn) -> str:
         ):
             fail(
                 "your sharpening is a softmax.",
-                "(N8) normalises the powers w(i)^gamma by their sum; no exponential is taken.",
+                "(ntm-sharpen) normalises the powers w(i)^gamma by their sum; no exponential "
+                "is taken.",
             )
         fail(
-            "the sharpened weightings differ from (N8) on random weightings, float64.",
+            "the sharpened weightings differ from (ntm-sharpen) on random weightings, float64.",
             "raise each entry to gamma, then divide by the sum over the N rows (dim=-1).",
         )
     tests.append("random weightings and gamma in [1, 10], float64")
@@ -213,8 +218,8 @@ def sharpen(fn) -> str:
     ):
         fail(
             "a nearly flat float32 weighting over 128 rows with gamma = 30 goes wrong.",
-            "w(i)^30 is about 1e-63, which is 0 in float32. (N8) does not change when w is "
-            "scaled: divide w by its largest entry first.",
+            "w(i)^30 is about 1e-63, which is 0 in float32. (ntm-sharpen) does not change when "
+            "w is scaled: divide w by its largest entry first.",
         )
     tests.append("no underflow for a nearly flat float32 weighting, N = 128, gamma = 30")
     one_hot = torch.eye(5, dtype=F64)[[1, 3]]
