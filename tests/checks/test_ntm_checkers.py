@@ -1,7 +1,8 @@
 """rnnbook.checks.ntm: each checker passes a right answer and explains typical wrong ones.
 
-The right answers are written from the equations (spec ntm (N2)-(N3), (N7), (N8) and §6.2),
-with loops and modular indices, not by calling the book's functions that the checkers use.
+The right answers are written from the equations ((ntm-write), (ntm-shift), (ntm-sharpen) and
+(dnc-allocation)), with loops and modular indices, not by calling the book's functions that the
+checkers use.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ import pytest
 import torch
 
 from rnnbook.checks import CheckFailed, ntm
+from rnnbook.models.ntm import HeadOutputs
 
 # --- right answers ------------------------------------------------------------------------------
 
 
 def write_right(memory, w, erase, add):
-    """(N2) for every head, the factors multiplied; then (N3), the adds summed."""
+    """(ntm-write) for every head: the erase factors multiplied, then the adds summed."""
     B, H, N = w.shape
     new = memory.clone()
     for h in range(H):
@@ -28,7 +30,7 @@ def write_right(memory, w, erase, add):
 
 
 def shift_right(w, s):
-    """(N7): w~(i) = sum_j w(j) s(i - j), i - j modulo N, entry k of s the shift k - S."""
+    """(ntm-shift): w~(i) = sum_j w(j) s(i - j), i - j modulo N, entry k of s the shift k - S."""
     B, N = w.shape
     S = s.shape[1] // 2
     out = torch.zeros_like(w)
@@ -39,7 +41,7 @@ def shift_right(w, s):
 
 
 def sharpen_right(w, gamma):
-    """(N8) after scaling by the largest entry, with the 1e-12 of spec §4.4."""
+    """(ntm-sharpen) after scaling by the largest entry, with the book's 1e-12."""
     scaled = w / w.max(dim=-1, keepdim=True).values.clamp_min(1e-12)
     powered = (scaled + 1e-12) ** gamma
     return powered / powered.sum(dim=-1, keepdim=True)
@@ -133,6 +135,69 @@ def allocation_sorted_by(u, reverse=False, inclusive=False, scatter=True):
     return a
 
 
+def hand_copy(
+    *,
+    jump_step=1,
+    marker=True,
+    beta=100.0,
+    read_shift=+1,
+    soft=0.0,
+    gamma=1.0,
+    after_jump=None,
+    steps_back=False,
+):
+    """A hand-designed copy controller, right with the defaults. The write head walks one row
+    per input step (g = 0, shift +1) and writes each vector with a start marker in column 8
+    on the first; after the input it writes nothing. The read head jumps to the marker by
+    content ``jump_step`` steps after the delimiter (1: on the first answer), then walks on.
+    The options make the classic mistakes."""
+
+    def controller(x_t, r_prev, memo):
+        B = x_t.shape[0]
+        step = memo.setdefault("step", 0)
+        memo["step"] = step + 1
+        if x_t[:, 8].max() > 0.5:
+            memo["delimiter"] = step
+        ones, zeros = torch.ones(B, 1), torch.zeros(B, 1)
+
+        def shift(delta):
+            s = torch.full((B, 3), soft / 2)
+            s[:, delta + 1] = 1 - soft
+            return s
+
+        marker_key = torch.zeros(B, 9)
+        marker_key[:, 8] = 1.0
+        if "delimiter" not in memo:
+            add = x_t.clone()
+            add[:, 8] = 1.0 if step == 0 and marker else 0.0
+            direction = -1 if steps_back else +1
+            write = HeadOutputs(
+                marker_key, zeros, zeros, shift(direction), gamma * ones, torch.ones(B, 9), add
+            )
+        else:
+            nothing = torch.zeros(B, 9)
+            write = HeadOutputs(marker_key, zeros, zeros, shift(0), ones, nothing, nothing)
+        if step == memo.get("delimiter", -99) + jump_step:
+            read = HeadOutputs(marker_key, beta * ones, ones, shift(0), ones)
+        elif after_jump == "content":
+            read = HeadOutputs(marker_key, beta * ones, ones, shift(0), ones)
+        else:
+            read = HeadOutputs(marker_key, zeros, zeros, shift(read_shift), gamma * ones)
+        return read, write
+
+    return controller
+
+
+def hand_copy_out_of_range(x_t, r_prev, memo):
+    read, write = hand_copy()(x_t, r_prev, memo)
+    return read._replace(g=read.g + 2), write
+
+
+def hand_copy_wrong_shape(x_t, r_prev, memo):
+    read, write = hand_copy()(x_t, r_prev, memo)
+    return read._replace(s=read.s[0]), write
+
+
 # --- the tests ----------------------------------------------------------------------------------
 
 
@@ -143,6 +208,8 @@ def allocation_sorted_by(u, reverse=False, inclusive=False, scatter=True):
         (ntm.shift, shift_right),
         (ntm.sharpen, sharpen_right),
         (ntm.allocation, allocation_right),
+        (ntm.copy_by_hand, hand_copy()),
+        (ntm.copy_by_hand, hand_copy(soft=0.02, gamma=20.0)),  # blurred shifts, sharpened
     ],
 )
 def test_a_right_answer_passes(checker, answer, capsys):
@@ -181,6 +248,17 @@ def test_a_right_answer_passes(checker, answer, capsys):
             "differs for random",
         ),
         (ntm.allocation, lambda u: allocation_right(u)[0], "shape"),
+        (ntm.copy_by_hand, hand_copy(jump_step=0), "one row ahead"),
+        (ntm.copy_by_hand, hand_copy(jump_step=2), "one row behind"),
+        (ntm.copy_by_hand, hand_copy(marker=False), "no single row"),
+        (ntm.copy_by_hand, hand_copy(beta=5.0), "key strength large enough"),
+        (ntm.copy_by_hand, hand_copy(read_shift=-1), "same direction"),
+        (ntm.copy_by_hand, hand_copy(steps_back=True), "same direction"),
+        (ntm.copy_by_hand, hand_copy(after_jump="content"), "repeats the first vector"),
+        (ntm.copy_by_hand, hand_copy(soft=0.02), "no single row"),
+        (ntm.copy_by_hand, hand_copy_out_of_range, "0 <= g <= 1"),
+        (ntm.copy_by_hand, hand_copy_wrong_shape, "shape"),
+        (ntm.copy_by_hand, lambda x_t, r, memo: hand_copy()(x_t, r, memo)[0], "not a pair"),
     ],
 )
 def test_a_wrong_answer_fails_with_a_hint(checker, answer, says):
@@ -189,7 +267,9 @@ def test_a_wrong_answer_fails_with_a_hint(checker, answer, says):
     assert "Hint:" in str(caught.value)
 
 
-@pytest.mark.parametrize("checker", [ntm.write, ntm.shift, ntm.sharpen, ntm.allocation])
+@pytest.mark.parametrize(
+    "checker", [ntm.write, ntm.shift, ntm.sharpen, ntm.allocation, ntm.copy_by_hand]
+)
 def test_an_unfinished_answer_says_so(checker):
     def unfinished(*args):
         raise NotImplementedError
@@ -207,3 +287,8 @@ def test_checking_leaves_the_global_random_state_alone():
     ntm.sharpen(sharpen_right)
     ntm.allocation(allocation_right)
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_run_by_hand_rejects_inputs_that_are_not_copy_inputs():
+    with pytest.raises(ValueError, match=r"\(B, T, 9\)"):
+        ntm.run_by_hand(hand_copy(), torch.zeros(2, 5, 8))

@@ -22,6 +22,7 @@ from rnnbook.models.ntm import (
     address,
     content_weighting,
     cosine_similarity,
+    fix_head_parameters,
     head_outputs,
     interpolate,
     read,
@@ -586,7 +587,13 @@ def test_internals_shapes_and_meaning():
         "erase": (4, 6, 1, 4),
         "add": (4, 6, 1, 4),
         "reads": (4, 6, 2, 4),
+        **{f"{name}_read": (4, 6, 2, 1) for name in ("beta", "g", "gamma")},
+        **{f"{name}_write": (4, 6, 1, 1) for name in ("beta", "g", "gamma")},
+        "s_read": (4, 6, 2, 3),
+        "s_write": (4, 6, 1, 3),
     }
+    assert (internals["gamma_read"] >= 1).all() and (internals["beta_write"] >= 0).all()
+    _close(internals["s_read"].sum(-1), torch.ones(4, 6, 2, 1)[..., 0], 1e-12, msg="s")
     for name in ("w_read", "w_write"):
         assert internals[name].min() >= 0
         _close(internals[name].sum(-1), torch.ones(internals[name].shape[:-1]), 1e-12, msg=name)
@@ -594,6 +601,41 @@ def test_internals_shapes_and_meaning():
     assert internals["add"].abs().max() < 1
     _same(state.w_read, internals["w_read"][:, -1])
     assert _wrap(cell)(x)[2] is None
+
+
+def test_fixed_head_parameters_replace_the_controllers_values():
+    head = head_outputs(torch.randn(3, 4 + 6 + 8, dtype=F64), 4, 3, write=True)
+    fixed = fix_head_parameters(head, {"gamma": torch.ones(1), "s": torch.tensor([0.0, 1, 0])})
+    _same(fixed.gamma, torch.ones(3, 1, dtype=F64))
+    _same(fixed.s, torch.tensor([[0.0, 1, 0]] * 3, dtype=F64))
+    _same(fixed.k, head.k)
+    unchanged = fix_head_parameters(head, {})
+    assert all(a is b for a, b in zip(unchanged, head, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "write", "match"),
+    [
+        ({"gama": 1.0}, True, "cannot fix 'gama'"),
+        ({"erase": 0.0}, False, "read head has no 'erase'"),
+        ({"s": torch.ones(2)}, True, "last size 1 or 3"),
+    ],
+)
+def test_fixed_head_parameters_reject_bad_overrides(overrides, write, match):
+    head = head_outputs(torch.randn(2, 4 + 6 + 8 * write), 4, 3, write=write)
+    with pytest.raises(ValueError, match=match):
+        fix_head_parameters(head, overrides)
+
+
+def test_no_erase_and_no_add_leave_the_memory_as_it_was():
+    cell = _small_cell(n_read=1, n_write=2)
+    x = torch.rand(2, 5, 3, dtype=F64)
+    start = cell.initial_state(2, dtype=F64)
+    cell.write_overrides = {"erase": torch.zeros(1), "add": torch.zeros(1)}
+    _, state, _ = _wrap(cell)(x, start)
+    _same(state.memory, start.memory)
+    cell.write_overrides = {}
+    assert not torch.equal(_wrap(cell)(x, start)[1].memory, start.memory)
 
 
 def test_reads_use_the_memory_before_the_write():

@@ -293,3 +293,193 @@ def allocation(fn) -> str:
         )
     tests = ["usage (.9, .1, .5, 1, 0) allocates row 4", "random usages, N = 7 and 12"]
     return passed("allocation", tests)
+
+
+# --- a copy machine designed by hand ------------------------------------------------------------
+
+HAND_N, HAND_M = 128, 9  # the hand-designed machine's memory: 128 rows of 9 numbers
+
+
+def run_by_hand(controller, x: torch.Tensor, N: int = HAND_N) -> torch.Tensor:
+    """Run a hand-written controller on copy-task inputs ``x`` (B, T, 9) and return the read
+    vectors (B, T, 9): the machine's answer at step t is ``r_t[:, :8]``.
+
+    The memory is (B, N, 9), all zeros at the start; both heads start on row 0 (one-hot).
+    At every step ``controller(x_t, r_prev, memo)`` returns ``(read_head, write_head)``, two
+    :class:`~rnnbook.models.ntm.HeadOutputs` (``k`` (B, 9), ``beta``, ``g``, ``gamma``
+    (B, 1), ``s`` (B, 3) over the shifts -1, 0, +1; the write head also ``erase`` and
+    ``add`` (B, 9)). ``memo`` is a dict that lives for the whole sequence: the controller's
+    own state. Then, as in (ntm-step), both heads address the memory of the previous step
+    (ntm-content)-(ntm-sharpen), the read head reads (ntm-read) and the write head erases
+    and adds (ntm-write).
+    """
+    return _run_by_hand(controller, x, N)[0]
+
+
+def _run_by_hand(controller, x: torch.Tensor, N: int = HAND_N):
+    """:func:`run_by_hand`, also returning the read weightings (B, T, N)."""
+    if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != 9:
+        got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise ValueError(f"x must be copy-task inputs of shape (B, T, 9), got {got}")
+    B, T, _ = x.shape
+    x = x.to(F64)
+    memory = torch.zeros(B, N, HAND_M, dtype=F64)
+    start = torch.zeros(B, N, dtype=F64)
+    start[:, 0] = 1.0
+    w_read, w_write = start, start.clone()
+    r = torch.zeros(B, HAND_M, dtype=F64)
+    memo: dict = {}
+    reads, read_weightings = [], []
+    for t in range(T):
+        heads = call(controller, x[:, t], r.clone(), memo, name="controller")
+        if not isinstance(heads, tuple) or len(heads) != 2:
+            fail(
+                f"at step {t} the controller returned {type(heads).__name__}, not a pair.",
+                "return (read_head, write_head), two HeadOutputs.",
+            )
+        read_head, write_head = (_hand_head(h, B, t, write=w) for h, w in zip(heads, (0, 1)))
+        new_read = ntm_model.address(memory, *read_head[:5], w_read)
+        new_write = ntm_model.address(memory, *write_head[:5], w_write)
+        r = ntm_model.read(memory, new_read)  # reads see M_{t-1}
+        memory = ntm_model.write(memory, new_write, write_head.erase, write_head.add)
+        w_read, w_write = new_read, new_write
+        reads.append(r)
+        read_weightings.append(w_read)
+    return torch.stack(reads, dim=1), torch.stack(read_weightings, dim=1)
+
+
+def _hand_head(head, B: int, t: int, write: int) -> ntm_model.HeadOutputs:
+    """One head of the hand-written controller, checked: shapes, and values that the
+    activations of (ntm-step) can produce."""
+    kind = "write" if write else "read"
+    if not isinstance(head, ntm_model.HeadOutputs):
+        fail(
+            f"at step {t} the {kind} head is a {type(head).__name__}.",
+            "build each head with rnnbook.models.ntm.HeadOutputs(k=..., beta=..., g=..., s=..., "
+            "gamma=...) (and erase=..., add=... for the write head).",
+        )
+    sizes = {"k": HAND_M, "beta": 1, "g": 1, "s": 3, "gamma": 1}
+    if write:
+        sizes.update(erase=HAND_M, add=HAND_M)
+    checked = {}
+    for name, size in sizes.items():
+        value = getattr(head, name)
+        if not isinstance(value, torch.Tensor):
+            fail(
+                f"at step {t} the {kind} head's {name} is {type(value).__name__}.",
+                f"every parameter is a tensor of shape ({B}, {size}); broadcast constants "
+                "with torch.full or .expand.",
+            )
+        if value.shape != (B, size):
+            fail(
+                f"at step {t} the {kind} head's {name} has shape {tuple(value.shape)}.",
+                f"it must be ({B}, {size}): one row per sequence of the batch.",
+            )
+        checked[name] = value.to(F64)
+    ranges = (
+        ("beta", checked["beta"].min() >= 0, "beta >= 0 (a softplus)"),
+        ("g", ((0 <= checked["g"]) & (checked["g"] <= 1)).all(), "0 <= g <= 1 (a sigmoid)"),
+        ("gamma", checked["gamma"].min() >= 1, "gamma >= 1 (1 + softplus)"),
+        (
+            "s",
+            checked["s"].min() >= 0 and close(checked["s"].sum(-1), torch.ones(B, dtype=F64)),
+            "s a distribution over the three shifts (a softmax)",
+        ),
+    )
+    if write:
+        erase = checked["erase"]
+        ranges += (("erase", ((0 <= erase) & (erase <= 1)).all(), "0 <= e <= 1 (a sigmoid)"),)
+    for name, ok, rule in ranges:
+        if not ok:
+            fail(
+                f"at step {t} the {kind} head's {name} is outside what its activation allows.",
+                f"the controller can only emit {rule}.",
+            )
+    return ntm_model.HeadOutputs(**checked)
+
+
+def _hand_copy_answers(controller, L: int, g: torch.Generator):
+    """Four random copy sequences of length L: the machine's answers (4, L, 8), the targets
+    and the read weightings of the answers (4, L, N)."""
+    from rnnbook.data.synthetic import copy_task
+
+    x, y = copy_task(4, L, generator=g)
+    reads, weightings = _run_by_hand(controller, x)
+    return reads[:, L + 1 :, :8], y.to(F64), weightings[:, L + 1 :]
+
+
+def _same_vectors(answers: torch.Tensor, targets: torch.Tensor) -> bool:
+    """Every bit of every vector on the right side of 1/2."""
+    return bool(((answers - targets).abs() < 0.5).all())
+
+
+HAND_LENGTHS = (1, 2, 3, 5, 10, 20, 50, 120)
+DIAGNOSIS_LENGTH = 10  # long enough to tell a pattern in the wrong answers
+
+
+@own_random_state
+def copy_by_hand(controller) -> str:
+    """Exercise: a copy machine designed by hand. ``controller(x_t, r_prev, memo)`` returns
+    ``(read_head, write_head)`` at every step (see :func:`run_by_hand`); the answers, the
+    first 8 entries of the read vectors after the delimiter, must reproduce the input
+    vectors of copy sequences of every length from 1 to 120, to within 1/2 per bit."""
+    g = torch.Generator().manual_seed(35)
+    runs = {L: _hand_copy_answers(controller, L, g) for L in HAND_LENGTHS}
+    failed = [L for L, (answers, targets, _) in runs.items() if not _same_vectors(answers, targets)]
+    if not failed:
+        return passed("copy by hand", [f"copy sequences of lengths {HAND_LENGTHS}, bit for bit"])
+    copied = [L for L in HAND_LENGTHS if L < failed[0]]
+    L = DIAGNOSIS_LENGTH if DIAGNOSIS_LENGTH in failed else failed[0]
+    answers, targets, weightings = runs[L]
+    right = ((answers - targets).abs() < 0.5).all(dim=-1).all(dim=0)  # (L,): answer t right
+    first_wrong = int((~right).nonzero()[0])
+    blurred = bool(weightings[:, 0].max(dim=-1).values.min() < 0.9)
+    if L > 1 and _same_vectors(answers[:, :-1], targets[:, 1:]):
+        fail(
+            f"at length {L} every answer is the vector after the one asked for.",
+            "the read head is one row ahead: it moved on before its first answer. On which "
+            "step does it find the start, and on which does it begin to step?",
+        )
+    if L > 1 and _same_vectors(answers[:, 1:], targets[:, :-1]):
+        fail(
+            f"at length {L} every answer is the vector before the one asked for.",
+            "the read head is one row behind: it starts a row early or steps a step late.",
+        )
+    if L > 1 and _same_vectors(answers, targets[:, :1].expand_as(targets)):
+        fail(
+            f"at length {L} every answer repeats the first vector.",
+            "after the jump to the start, the read head must walk on from where it is "
+            "(location mode), one row per answer.",
+        )
+    if first_wrong == 0 and blurred:
+        fail(
+            f"at length {L} the first answer reads a blend of several rows (no row gets 0.9 "
+            "of the read weight).",
+            "the jump back found no single row: does some row hold something that no other "
+            "row holds, and is the key strength large enough to pick it out of 128 rows?",
+        )
+    if first_wrong == 0:
+        fail(
+            f"at length {L} the first answer is wrong.",
+            "after the delimiter the read head must land on the row of the first vector; "
+            "where does your content lookup point, and where did the write head put vector 0?",
+        )
+    if first_wrong > 0 and L > 2 and not right[1:].any():
+        fail(
+            f"at length {L} the first answer is right, the rest are not.",
+            "the read head finds the start but does not walk the rows the write head used, in "
+            "the same direction and by one row per step.",
+        )
+    if copied and copied[-1] >= 3:
+        fail(
+            f"sequences of length {copied[-1]} copy, but at length {L} answer {first_wrong} "
+            "is wrong.",
+            "something builds up with the length: a shift that is not quite one-hot blurs the "
+            "weighting a little at every step (sharpen it), a key that also matches later rows, "
+            "or writes that land on rows already used.",
+        )
+    fail(
+        f"at length {L} answer {first_wrong} is wrong.",
+        "compare the rows your write head used with the rows your read head reads, step by "
+        "step, on a sequence of this length (run_by_hand returns the read vectors).",
+    )

@@ -247,6 +247,27 @@ def head_outputs(xi_head: torch.Tensor, M: int, n_shifts: int, write: bool) -> H
     return outputs
 
 
+def fix_head_parameters(head: HeadOutputs, overrides: dict[str, torch.Tensor]) -> HeadOutputs:
+    """``head`` with the parameters named in ``overrides`` replaced by fixed values, broadcast
+    over the batch: an inference-time ablation such as gamma = 1 (no sharpening), g = 1 (content
+    only), s = (0, 1, 0) (no shift) or e = a = 0 (no writing). ``overrides`` empty: ``head``."""
+    fixed = {}
+    for name, value in overrides.items():
+        if name not in HeadOutputs._fields:
+            raise ValueError(f"cannot fix {name!r}: a head's parameters are {HeadOutputs._fields}")
+        current = getattr(head, name)
+        if current is None:
+            raise ValueError(f"a read head has no {name!r}; only write heads erase and add")
+        value = torch.as_tensor(value, dtype=current.dtype, device=current.device)
+        if value.shape[-1:] not in ((1,), current.shape[-1:]) and value.ndim > 0:
+            raise ValueError(
+                f"the fixed {name!r} must have last size 1 or {current.shape[-1]}, "
+                f"got shape {tuple(value.shape)}"
+            )
+        fixed[name] = value.expand_as(current)
+    return head._replace(**fixed)
+
+
 # --- the cell ---------------------------------------------------------------------------------
 
 
@@ -332,6 +353,11 @@ class NTMCell(nn.Module):
         self.controller_kind, self.n_read, self.n_write = controller, n_read, n_write
         self.shift, self.n_shifts = shift, 2 * shift + 1
         self.mem_init, self.clip = mem_init, float(clip)
+        # Inference experiments only (empty in training): replace a head parameter by a fixed
+        # value, e.g. {"gamma": torch.tensor([1.0])} switches sharpening off in every read
+        # head. Keys are HeadOutputs fields; see fix_head_parameters.
+        self.read_overrides: dict[str, torch.Tensor] = {}
+        self.write_overrides: dict[str, torch.Tensor] = {}
 
         d_in = d_x + n_read * M  # [x_t; r_{t-1}^(1); ...; r_{t-1}^(R)]
         if controller == "lstm":
@@ -430,8 +456,10 @@ class NTMCell(nn.Module):
         """One step: ``x_t`` (B, d_x) -> ``(logits_t (B, d_y), state_t, extras)``.
 
         ``extras`` is None unless ``return_internals=True``; then a dict of this step's
-        ``w_read`` (B, R, N), ``w_write`` (B, W, N), ``erase`` and ``add`` (B, W, M) and
-        ``reads`` (B, R, M), for figures.
+        ``w_read`` (B, R, N), ``w_write`` (B, W, N), ``erase`` and ``add`` (B, W, M),
+        ``reads`` (B, R, M) and each head's activated parameters ``beta_read``, ``g_read``,
+        ``gamma_read`` (B, R, 1), ``s_read`` (B, R, 2S+1) and the same with ``_write``
+        (B, W, ...), for figures.
         """
         check_tensor(x_t, "x_t", ndim=2)
         check_size(x_t, "x_t", 1, self.input_size, "the input size d_x")
@@ -448,10 +476,12 @@ class NTMCell(nn.Module):
         xi = torch.clamp(self.interface(h), -self.clip, self.clip)
         slices = xi.split(self.xi_sizes, dim=-1)
         read_heads = [
-            head_outputs(p, self.M, self.n_shifts, write=False) for p in slices[: self.n_read]
+            fix_head_parameters(head_outputs(p, self.M, self.n_shifts, False), self.read_overrides)
+            for p in slices[: self.n_read]
         ]
         write_heads = [
-            head_outputs(p, self.M, self.n_shifts, write=True) for p in slices[self.n_read :]
+            fix_head_parameters(head_outputs(p, self.M, self.n_shifts, True), self.write_overrides)
+            for p in slices[self.n_read :]
         ]
         # 4. read heads: address M_{t-1} and read from it (ntm-read)
         w_read = torch.stack(
@@ -487,6 +517,9 @@ class NTMCell(nn.Module):
                 "add": add,
                 "reads": reads,
             }
+            for name in ("beta", "g", "gamma", "s"):  # the heads' parameters, (B, heads, size)
+                extras[f"{name}_read"] = torch.stack([getattr(p, name) for p in read_heads], 1)
+                extras[f"{name}_write"] = torch.stack([getattr(p, name) for p in write_heads], 1)
         return logits, new_state, extras
 
     def extra_repr(self) -> str:
