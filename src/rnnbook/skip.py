@@ -17,9 +17,11 @@ chapter; it belongs to one of three families:
   :func:`bernoulli_decision`                                                  (skip-bernoulli)
 * **constrained**: a fixed rule, such as the clock of the Clockwork RNN (Chapter 5),
   ``b_t^(m) = [(t0 + t) mod T_m = 0]``: :func:`clock`, :func:`unit_clock`      (skip-clock)
-* **adaptive**: a rule the network learns, a threshold on a score the network computes
-  (surprisal in Chapter 6, a gate in the SGRU, attention in Chapter 9),
-  ``b_t = [s_t > θ]`` with the straight-through gradient ``∂b_t/∂s_t := 1``:
+* **adaptive**: a rule on a score the network computes from its own activity, so the
+  decision depends on the data. Either the score is detached and nothing is estimated
+  (SBA's surprisal in Chapter 6, :func:`rnnbook.models.sba.sba_decision`), or the network
+  learns when to skip, ``b_t = [s_t > θ]`` with the straight-through gradient
+  ``∂b_t/∂s_t := 1`` (a gate in the SGRU, attention in Chapter 9):
   :func:`threshold_decision`                                    (skip-threshold), (skip-ste)
 
 On a skipped step the Jacobian ``∂h_t/∂h_{t−1}`` of the skipped units is the identity, so
@@ -120,10 +122,11 @@ def threshold_decision(score: torch.Tensor, threshold) -> torch.Tensor:
 
     The step function has derivative 0 almost everywhere, so it is trained through the
     straight-through estimator (skip-ste): the backward pass takes ``∂b/∂score := 1`` and
-    ``∂b/∂threshold := −1``. ``score`` is whatever the model computes, e.g. the surprisal
-    of the last input (SBA, Chapter 6), a gate value (SGRU) or an attention weight (ABS,
-    Chapter 9); ``threshold`` is a number or a tensor broadcasting against ``score``, fixed
-    or learned (its gradient is summed over the broadcast dimensions).
+    ``∂b/∂threshold := −1``. ``score`` is whatever the model computes, e.g. a gate value
+    (SGRU) or an attention weight (ABS, Chapter 9); ``threshold`` is a number or a tensor
+    broadcasting against ``score``, fixed or learned (its gradient is summed over the
+    broadcast dimensions). SBA (Chapter 6) does not use it: its decision is detached and
+    needs no estimator (:func:`rnnbook.models.sba.sba_decision`).
     """
     threshold = torch.as_tensor(threshold, dtype=score.dtype, device=score.device)
     return _StraightThrough.apply(score, threshold)

@@ -33,6 +33,14 @@ def test_right_answers_pass(capsys):
     assert capsys.readouterr().out.count("✓") == 3
 
 
+def test_right_answers_in_float32_and_other_forms_pass(capsys):
+    sba.module_surprisal(lambda v, M, pooling: right_surprisal(v.float(), M, pooling))
+    sba.sba_select(lambda *args: right_select(*(a.float() for a in args[:4]), args[4]))
+    sba.s_ic_cell(lambda *args: right_s_ic(*(a.float() for a in args)))
+    sba.s_ic_cell(lambda *args: list(right_s_ic(*args)))  # a list is a pair too
+    assert capsys.readouterr().out.count("✓") == 4
+
+
 def _pool(v, M, pooling):
     B, H = v.shape
     modules = v.view(B, M, H // M)
@@ -40,14 +48,14 @@ def _pool(v, M, pooling):
 
 
 SURPRISAL_MISTAKES = {
-    "per unit": (lambda v, M, pooling: -torch.log_softmax(v, -1), "one value per unit"),
+    "per unit": (lambda v, M, pooling: -torch.log_softmax(v, -1), "pool each module"),
     "no minus": (lambda v, M, pooling: torch.log_softmax(_pool(v, M, pooling), -1), "<= 0"),
     "bits": (
         lambda v, M, pooling: (
             -torch.log_softmax(_pool(v, M, pooling), -1)
             / torch.log(torch.tensor(2.0, dtype=v.dtype))
         ),
-        "in bits",
+        "natural logarithm",
     ),
     "other pooling": (
         lambda v, M, pooling: right_surprisal(v, M, "mean" if pooling == "max" else "max"),
@@ -65,6 +73,23 @@ SURPRISAL_MISTAKES = {
     ),
     "log of pooled": (lambda v, M, pooling: -torch.log(_pool(v, M, pooling)), "log of the pooled"),
     "stub": (lambda v, M, pooling: (_ for _ in ()).throw(NotImplementedError), "not implemented"),
+    "log10": (lambda v, M, pooling: right_surprisal(v, M, pooling) / 2.302585, "another base"),
+    "sum pooling": (
+        lambda v, M, pooling: -torch.log_softmax(v.view(v.shape[0], M, -1).sum(-1), -1),
+        "pooled with the sum",
+    ),
+    "shares": (lambda v, M, pooling: torch.softmax(_pool(v, M, pooling), -1), "the shares"),
+    "softmax over units, then pool": (
+        lambda v, M, pooling: _pool(-torch.log_softmax(v, -1), M, pooling),
+        "pool each module first",
+    ),
+    "M as module size": (
+        lambda v, M, pooling: right_surprisal(v, v.shape[1] // M, pooling),
+        "number of modules",
+    ),
+    "keepdim": (lambda v, M, pooling: right_surprisal(v, M, pooling)[..., None], "keepdim"),
+    "summed": (lambda v, M, pooling: right_surprisal(v, M, pooling).sum(-1), "one surprisal per"),
+    "the package's": (sba._sba.module_surprisal, "book's own function"),
 }
 
 
@@ -93,6 +118,14 @@ def _in_place(v_hat, v_prev, s, s_prev, theta):
     return out
 
 
+def _straight_through(v_hat, v_prev, s, s_prev, theta):
+    """Hard decisions forward, a sigmoid's gradient backward: the surprisals get one."""
+    soft = torch.sigmoid(s - s_prev - theta)
+    b = (s > s_prev + theta).to(v_hat.dtype) + soft - soft.detach()
+    units = b.repeat_interleave(v_hat.shape[1] // b.shape[1], dim=1)
+    return units * v_hat + (1 - units) * v_prev
+
+
 SELECT_MISTAKES = {
     "reversed": (_select_with(lambda s, sp, th: s < sp + th), "wrong way round"),
     "threshold sign": (_select_with(lambda s, sp, th: s > sp - th), "works against"),
@@ -101,6 +134,17 @@ SELECT_MISTAKES = {
     "swapped": (_select_with(lambda s, sp, th: s > sp + th, swapped=True), "wrong way round"),
     "tiled": (_select_with(lambda s, sp, th: s > sp + th, tiled=True), "wrong order"),
     "in place": (_in_place, "in place"),
+    "twice theta": (_select_with(lambda s, sp, th: s > sp + 2 * th), "too large"),
+    "relative": (_select_with(lambda s, sp, th: s > sp * (1 + th)), "too large"),
+    "constant": (_select_with(lambda s, sp, th: s > sp + 0.12), "threshold"),
+    "falls too": (_select_with(lambda s, sp, th: (s - sp).abs() > th), "fell updated"),
+    "one per module": (lambda v, vp, s, sp, th: (s > sp + th).double(), "one value per module"),
+    "detached candidate": (
+        lambda v, vp, s, sp, th: right_select(v.detach(), vp, s, sp, th),
+        "gradient that reaches v_hat",
+    ),
+    "straight through": (_straight_through, "a gradient reaches s"),
+    "mixes units": (lambda v, vp, s, sp, th: 0.5 * (v + vp), "neither the candidate"),
 }
 
 
@@ -128,8 +172,24 @@ S_IC_MISTAKES = {
     ),
     "frozen cell": (_cell(lambda i, f, g, c, B: B * (f * c + i * g) + (1 - B) * c), "S_c"),
     "input to one": (_cell(lambda i, f, g, c, B: f * c + (B * i + (1 - B)) * g), "forced to 1"),
-    "inverted": (_cell(lambda i, f, g, c, B: f * c + (1 - B) * i * g), "B = 1 means update"),
+    "inverted": (_cell(lambda i, f, g, c, B: f * c + (1 - B) * i * g), "b_units = 1 means update"),
     "h from plain cell": (_cell(lambda i, f, g, c, B: f * c + B * i * g, True), "plain step"),
+    "forget gate masked": (_cell(lambda i, f, g, c, B: B * f * c + i * g), "forget gate"),
+    "reset to zero": (
+        _cell(lambda i, f, g, c, B: torch.where(B == 0, 0 * c, f * c + i * g)),
+        "set to zero",
+    ),
+    "order": (lambda *args: right_s_ic(*args)[::-1], r"returned \(h, c\)"),
+    "in place": (
+        lambda i, f, g, o, c_prev, B: right_s_ic(
+            i, f, g, o, c_prev.mul_(1.0) + 0 * c_prev.add_(0.1), B
+        ),
+        "in place",
+    ),
+    "detached input gate": (
+        lambda i, f, g, o, c, B: right_s_ic(i.detach(), f, g, o, c, B),
+        "input gate's gradient|no gradient",
+    ),
 }
 
 

@@ -8,8 +8,6 @@ recognised, never the solution.
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from rnnbook.checks.grading import call, expect_tensor, fail, own_random_state, passed
@@ -43,35 +41,68 @@ def _s_ic(i, f, g, o, c_prev, B_units):
 # --- exercise: the surprisal of a layer's modules -------------------------------------------
 
 
+def _own_work(fn, exercise: str) -> None:
+    """The package's function (or the checker's reference) is not an answer."""
+    if fn in (_sba.module_surprisal, _sba.sba_decision, _surprisal, _select, _s_ic):
+        fail(
+            f"{exercise}: you passed the book's own function.",
+            "write the exercise's function yourself; the checker compares it with that one.",
+        )
+
+
+def _name(fn, default: str) -> str:
+    return getattr(fn, "__name__", default)
+
+
 @own_random_state
 def module_surprisal(fn) -> str:
     """Exercise: ``fn(v (B, H), M, pooling) -> s (B, M)``, (sba-pool) and (sba-surprisal)."""
+    _own_work(fn, "module_surprisal")
+    name = _name(fn, "module_surprisal")
     g = torch.Generator().manual_seed(61)
     cases = [(3, 12, 4, "max"), (3, 12, 4, "mean"), (2, 10, 5, "max"), (4, 6, 6, "mean"),
              (2, 8, 1, "max"), (5, 12, 3, "mean")]  # fmt: skip
     for B, H, M, pooling in cases:
         v = torch.randn(B, H, generator=g, dtype=F64)
         want = _surprisal(v, M, pooling)
-        where = f"module_surprisal(v of shape ({B}, {H}), M={M}, pooling={pooling!r})"
-        got = call(fn, v.clone(), M, pooling, name="module_surprisal")
-        if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, H) and M != H:
-            fail(
-                f"{where} returned one value per unit, shape ({B}, {H}).",
-                "pool each module of H/M neighbouring units to one number first (sba-pool).",
-            )
+        where = f"{name}(v of shape ({B}, {H}), M={M}, pooling={pooling!r})"
+        got = call(fn, v.clone(), M, pooling, name=name)
+        if isinstance(got, torch.Tensor) and tuple(got.shape) != (B, M):
+            shape = tuple(got.shape)
+            wrong_shapes = {
+                (B, H): "pool each module of H/M neighbouring units to one number first "
+                "(sba-pool).",
+                (B, H // M): "M is the number of modules, not the size of one: a module has "
+                "H/M units.",
+                (B, M, 1): "one number per module: pool without keepdim.",
+                (B,): "one surprisal per module, not one per layer: do not sum or average "
+                "over the modules.",
+            }
+            if shape in wrong_shapes and not (shape == (B, H) and M == H):
+                fail(f"{where} returned shape {shape}, not ({B}, {M}).", wrong_shapes[shape])
         got = expect_tensor(got, (B, M), where)
-        if torch.allclose(got.to(F64), want, rtol=1e-6, atol=1e-9):
+        got = got.detach().to(F64)
+        if torch.allclose(got, want, rtol=1e-5, atol=1e-7):
             continue
-        got = got.to(F64)
+        batch = v.view(B, M, H // M)
+        p = batch.amax(-1) if pooling == "max" else batch.mean(-1)
         if torch.allclose(got, -want, rtol=1e-6, atol=1e-9):
             fail(f"{where}: the values are <= 0.", "surprisal is minus the log of a probability.")
-        if torch.allclose(got, want / math.log(2), rtol=1e-6, atol=1e-9):
-            fail(f"{where} is in bits.", "the book uses the natural logarithm (torch.log).")
+        ratio = got / want
+        if M > 1 and (want.abs() > 1e-3).all() and torch.allclose(ratio, ratio.flatten()[:1]):
+            fail(
+                f"{where} is the right answer times {float(ratio.flatten()[0]):.4g}.",
+                "a logarithm of another base: the book uses the natural logarithm (torch.log).",
+            )
+        if torch.allclose(got, torch.softmax(p, dim=-1), rtol=1e-6, atol=1e-9):
+            fail(f"{where} returned the shares.", "the surprisal is minus the log of each share.")
         other = "mean" if pooling == "max" else "max"
         if M != H and torch.allclose(got, _surprisal(v, M, other), rtol=1e-6, atol=1e-9):
             fail(
                 f"{where} pooled with the {other}.", f"pooling={pooling!r} asks for the {pooling}."
             )
+        if M != H and torch.allclose(got, -torch.log_softmax(batch.sum(-1), -1), atol=1e-9):
+            fail(f"{where} pooled with the sum.", f"pooling={pooling!r} asks for the {pooling}.")
         interleaved = v.view(B, H // M, M).transpose(1, 2).contiguous().view(B, H)
         if M not in (1, H) and torch.allclose(
             got, _surprisal(interleaved, M, pooling), rtol=1e-6, atol=1e-9
@@ -80,10 +111,14 @@ def module_surprisal(fn) -> str:
                 f"{where}: the modules take every M-th unit.",
                 "a module is a block of neighbouring units: 0..K-1, K..2K-1, ... (K = H/M).",
             )
-        batch = v.view(B, M, H // M)
-        p = batch.amax(-1) if pooling == "max" else batch.mean(-1)
         if B > 1 and torch.allclose(got, -torch.log_softmax(p, dim=0), rtol=1e-6, atol=1e-9):
             fail(f"{where}: the softmax runs over the batch.", "normalise over the M modules.")
+        units = -torch.log_softmax(v, -1).view(B, M, H // M)
+        if M != H and torch.allclose(got, units.amax(-1) if pooling == "max" else units.mean(-1)):
+            fail(
+                f"{where}: the softmax ran over the units and was pooled afterwards.",
+                "pool each module first (sba-pool), then take the softmax over the M modules.",
+            )
         if (
             torch.allclose(got, -torch.log(p.abs() + 1e-300), rtol=1e-6, atol=1e-9)
             or torch.isnan(got).any()
@@ -92,72 +127,161 @@ def module_surprisal(fn) -> str:
                 f"{where} takes the log of the pooled values themselves.",
                 "turn the M pooled values into a distribution first (sba-surprisal).",
             )
-        fail(f"{where} is not right.", "pool each module, softmax over modules, minus the log.")
-    return passed("module_surprisal", [f"{len(cases)} layers, max and mean, M = 1 to H"])
+        fail(
+            f"{where} is not right.",
+            "check the three steps one by one on torch.randn(2, 6) with M=3: the pooled values "
+            "(B, M), their softmax over the modules (rows sum to 1), minus its log.",
+        )
+    return passed(name, [f"{len(cases)} layers, max and mean, M = 1 to H"])
 
 
 # --- exercise: one SBA selection ------------------------------------------------------------
 
+# The kinds of module in a selection case: how its surprisal moved since the previous step.
+RISE, FALL, SMALL_RISE, TIE, MEDIUM_RISE, SMALL_FALL = range(6)
+
 
 def _selection_case(g, B, M, K, theta):
     """A candidate, a previous value and surprisals chosen so that every kind of module
-    occurs: share clearly down, clearly up, down by less than the threshold, and unchanged."""
+    occurs: a rise of 0.5 and of 1.5 theta (update), a fall of 0.5 and of theta / 2, a rise
+    of theta / 2 and no change (keep)."""
     H = M * K
     v_hat = torch.randn(B, H, generator=g, dtype=F64)
     v_prev = torch.randn(B, H, generator=g, dtype=F64)
     s = 2.0 + torch.rand(B, M, generator=g, dtype=F64)
-    kinds = torch.arange(B * M).view(B, M) % 4
-    s_prev = torch.where(kinds == 0, s - 0.5, s + 0.5)  # 0: up by 0.5 -> update; 1: down
-    s_prev = torch.where(kinds == 2, s - theta / 2, s_prev)  # up by less than theta: keep
-    s_prev = torch.where(kinds == 3, s.clone(), s_prev)  # unchanged: keep
-    return v_hat, v_prev, s, s_prev
+    kinds = torch.arange(B * M).view(B, M) % 6
+    change = torch.tensor([0.5, -0.5, theta / 2, 0.0, 1.5 * theta, -theta / 2], dtype=F64)
+    s_prev = s - change[kinds]  # s - s_prev = the change
+    if theta == 0:  # the changes of +-theta/2 and 1.5 theta are no change at all
+        kinds = torch.where(change[kinds] == 0, TIE, kinds)
+    return v_hat, v_prev, s, s_prev, kinds
+
+
+def _inferred_decisions(got, v_hat, v_prev, K):
+    """Per module: 1 if all its units are the candidate's, 0 if all are the previous value's,
+    -1 otherwise (B, M)."""
+    B, H = got.shape
+    shape = (B, H // K, K)
+    took_new = torch.isclose(got, v_hat, rtol=0, atol=1e-12).view(shape).all(-1)
+    kept_old = torch.isclose(got, v_prev, rtol=0, atol=1e-12).view(shape).all(-1)
+    return torch.where(took_new, 1, torch.where(kept_old, 0, -1))
 
 
 @own_random_state
 def sba_select(fn) -> str:
     """Exercise: ``fn(v_hat, v_prev, s, s_prev, theta) -> v`` (B, H): (sba-decision) per
-    module and (sba-select), without decay."""
+    module and (sba-select), without decay; the gradient reaches v_hat where a module updates
+    and v_prev where it keeps, and never the surprisals."""
+    _own_work(fn, "sba_select")
+    name = _name(fn, "sba_select")
     g = torch.Generator().manual_seed(62)
-    for B, M, K, theta in ((4, 4, 3, 0.1), (3, 5, 2, 0.1), (8, 2, 4, 0.0)):
-        v_hat, v_prev, s, s_prev = _selection_case(g, B, M, K, theta)
+    for B, M, K, theta in ((4, 6, 3, 0.1), (3, 5, 2, 0.3), (8, 3, 4, 0.0)):
+        v_hat, v_prev, s, s_prev, kinds = _selection_case(g, B, M, K, theta)
         want, b = _select(v_hat, v_prev, s, s_prev, theta)
         given = [t.clone() for t in (v_hat, v_prev, s, s_prev)]
-        got = call(fn, *given, theta, name="sba_select")
-        where = f"sba_select with {M} modules of {K} units, theta = {theta}"
+        got = call(fn, *given, theta, name=name)
+        where = f"{name} with {M} modules of {K} units, theta = {theta}"
+        if isinstance(got, torch.Tensor) and tuple(got.shape) == (B, M):
+            fail(
+                f"{where} returned one value per module, shape ({B}, {M}).",
+                "give each of a module's K units its module's decision, then select per unit.",
+            )
         got = expect_tensor(got, (B, M * K), where)
         if not all(torch.equal(a, b_) for a, b_ in zip(given, (v_hat, v_prev, s, s_prev))):
             fail(f"{where} changed an argument in place.", "build the new value in a new tensor.")
-        if torch.allclose(got, want, rtol=0, atol=1e-12):
-            kept = b.repeat_interleave(K, dim=1) == 0
-            if not torch.equal(got[kept], v_prev[kept]):
-                fail(f"{where}: a kept unit moved.", "a kept module's units are copied exactly.")
-            continue
-        variants = {
-            "updating and keeping are the wrong way round: (sba-decision) updates a module "
-            "when its surprisal rises": (s < s_prev + theta),
-            "the threshold works against the rule: s > s_prev - theta": s > s_prev - theta,
-            "the threshold is left out": s > s_prev,
-            "an unchanged surprisal counts as a rise (>= instead of >)": s >= s_prev + theta,
-        }
-        for mistake, decision in variants.items():
-            units = decision.to(F64).repeat_interleave(K, dim=1)
-            if torch.allclose(got, units * v_hat + (1 - units) * v_prev, atol=1e-12):
-                fail(f"{where}: {mistake}.", "compare each module's s with s_prev + theta.")
-        units = b.repeat_interleave(K, dim=1)
-        if torch.allclose(got, (1 - units) * v_hat + units * v_prev, atol=1e-12):
-            fail(f"{where}: the two branches are swapped.", "b = 1 takes the candidate v_hat.")
-        tiled = b.repeat(1, K)
-        if torch.allclose(got, tiled * v_hat + (1 - tiled) * v_prev, atol=1e-12):
-            fail(
-                f"{where}: the decisions were spread over the units in the wrong order.",
-                "module m owns units m*K .. (m+1)*K - 1: repeat each decision K times in place.",
-            )
-        fail(f"{where}: the new value is not right.", "decide per module, then copy or update.")
+        value = got.detach().to(F64)
+        if not torch.allclose(value, want, rtol=0, atol=1e-6 if got.dtype != F64 else 1e-12):
+            _explain_selection(where, value, v_hat, v_prev, b, kinds, K, theta)
+        tracked = [t.clone().requires_grad_() for t in (v_hat, v_prev, s, s_prev)]
+        _check_selection_gradient(where, call(fn, *tracked, theta, name=name), tracked, b, K)
     return passed(
-        "sba_select",
-        ["rises above, below and within the threshold, and ties", "module layout, no change "
-         "in place"],
+        name,
+        ["rises above, below and within the threshold, falls and ties, two thresholds",
+         "module layout, no change in place", "gradients to v_hat, v_prev, not to s"],
     )  # fmt: skip
+
+
+def _explain_selection(where, value, v_hat, v_prev, b, kinds, K, theta):
+    """Name the mistake behind a wrong selection, from the decision each module seems to
+    have taken."""
+    tiled = b.repeat(1, K)
+    if torch.allclose(value, tiled * v_hat + (1 - tiled) * v_prev, atol=1e-12):
+        fail(
+            f"{where}: the decisions were spread over the units in the wrong order.",
+            "module m owns units m*K .. (m+1)*K - 1: repeat each decision K times in place.",
+        )
+    decided = _inferred_decisions(value, v_hat, v_prev, K)
+    if (decided < 0).any():
+        fail(
+            f"{where}: some units are neither the candidate nor the previous value.",
+            "each unit either takes v_hat (its module updates) or keeps v_prev exactly: no "
+            "mixing, no decay, no other arithmetic.",
+        )
+    wrong = decided != b.long()
+    wrong_kinds = set(kinds[wrong].tolist())
+    if wrong.all() or wrong_kinds >= {RISE, FALL}:
+        fail(
+            f"{where}: updating and keeping are the wrong way round.",
+            "a module updates when its surprisal rises by more than theta, and then takes "
+            "the candidate v_hat; otherwise it keeps v_prev.",
+        )
+    if wrong_kinds <= {FALL, SMALL_FALL} and FALL in wrong_kinds:
+        fail(
+            f"{where}: modules whose surprisal fell updated too.",
+            "only a rise counts: compare s with s_prev + theta, not the size of the change.",
+        )
+    if TIE in wrong_kinds and wrong_kinds <= {TIE, SMALL_FALL, SMALL_RISE} and theta > 0:
+        fail(
+            f"{where}: the threshold works against the rule (an unchanged surprisal updated).",
+            "the threshold is added to the previous surprisal: s > s_prev + theta.",
+        )
+    if wrong_kinds == {TIE}:
+        fail(
+            f"{where}: an unchanged surprisal counts as a rise (>= instead of >).",
+            "(sba-decision) is a strict inequality.",
+        )
+    if wrong_kinds == {SMALL_RISE}:
+        fail(
+            f"{where}: a rise smaller than theta updated.",
+            "the threshold is left out or too small: a rise must exceed theta itself.",
+        )
+    if wrong_kinds <= {SMALL_RISE, MEDIUM_RISE}:
+        fail(
+            f"{where}: a rise of 1.5 theta kept its value.",
+            "the threshold is too large: a module updates exactly when its surprisal rose by "
+            "more than theta itself (not a multiple of it, not a share of s_prev, not a constant).",
+        )
+    fail(f"{where}: the new value is not right.", "decide per module, then copy or update.")
+
+
+def _check_selection_gradient(where, got, given, b, K):
+    """d(sum w * v)/d v_hat = B w, d/d v_prev = (1 - B) w; no gradient into s or s_prev."""
+    if not got.requires_grad:
+        fail(
+            f"{where}: no gradient flows through the result.",
+            "keep v_hat and v_prev in the graph: no .detach(), no .data, no torch.no_grad().",
+        )
+    v_hat, v_prev, s, s_prev = given
+    weights = torch.linspace(0.5, 1.5, got.numel(), dtype=got.dtype).view_as(got)
+    grads = torch.autograd.grad(
+        (got * weights).sum(), (v_hat, v_prev, s, s_prev), allow_unused=True
+    )
+    units = b.repeat_interleave(K, dim=1)
+    expected = (units * weights.to(F64), (1 - units) * weights.to(F64))
+    for grad, want, what in zip(grads[:2], expected, ("v_hat", "v_prev"), strict=True):
+        if grad is None or not torch.allclose(grad.to(F64), want, atol=1e-6):
+            fail(
+                f"{where}: the gradient that reaches {what} is not right.",
+                "an updated unit passes its gradient to v_hat, a kept one to v_prev, unchanged; "
+                "do not detach either branch.",
+            )
+    for grad, what in zip(grads[2:], ("s", "s_prev"), strict=True):
+        if grad is not None and grad.abs().max() > 0:
+            fail(
+                f"{where}: a gradient reaches {what}.",
+                "the decision is a constant in the backward pass: compare the surprisals, do "
+                "not mix them into the value (no straight-through trick).",
+            )
 
 
 # --- exercise: the S_ic variant -------------------------------------------------------------
@@ -165,8 +289,11 @@ def sba_select(fn) -> str:
 
 @own_random_state
 def s_ic_cell(fn) -> str:
-    """Exercise: ``fn(i, f, g, o, c_prev, B) -> (c, h)``: the S_ic LSTM variant's new cell
-    and output, given the gates of the plain step and the decisions B spread over the units."""
+    """Exercise: ``fn(i, f, g, o, c_prev, b_units) -> (c, h)``: the S_ic LSTM variant's new
+    cell and output, given the gates of the plain step and the decisions spread over the
+    units (1 = update)."""
+    _own_work(fn, "s_ic_cell")
+    name = _name(fn, "s_ic_cell")
     gen = torch.Generator().manual_seed(63)
     for batch, H in ((3, 8), (5, 4)):
         i, f, o = (torch.rand(batch, H, generator=gen, dtype=F64) for _ in range(3))
@@ -175,35 +302,94 @@ def s_ic_cell(fn) -> str:
         B_units = (torch.rand(batch, H, generator=gen) < 0.5).to(F64)
         B_units[0] = 1.0  # one row updates everywhere: there S_ic is the plain LSTM
         want_c, want_h = _s_ic(i, f, g, o, c_prev, B_units)
-        given = [t.clone() for t in (i, f, g, o, c_prev, B_units)]
-        out = call(fn, *given, name="s_ic_cell")
-        where = f"s_ic_cell on a batch of {batch}, {H} units"
+        originals = (i, f, g, o, c_prev, B_units)
+        given = [t.clone() for t in originals]
+        out = call(fn, *given, name=name)
+        where = f"{name} on a batch of {batch}, {H} units"
+        if isinstance(out, list):
+            out = tuple(out)
         if not isinstance(out, tuple) or len(out) != 2:
-            fail(f"{where} should return a pair (c, h).", "return the new cell and output.")
-        c, h = (expect_tensor(t, (batch, H), f"{where}: {n}") for t, n in zip(out, "ch"))
-        if torch.allclose(c, want_c, atol=1e-12) and torch.allclose(h, want_h, atol=1e-12):
-            continue
-        kept = B_units == 0
-        hat_c = f * c_prev + i * g
-        if torch.allclose(c, hat_c, atol=1e-12):
-            fail(f"{where}: the kept modules changed nothing.", "in S_ic they block the input.")
-        if torch.allclose(c, torch.where(kept, c_prev + i * g, hat_c), atol=1e-12):
             fail(
-                f"{where}: the kept modules forced the forget gate to 1 (that is S_f*).",
-                "S_ic acts on the input gate.",
+                f"{where} returned {type(out).__name__}, not a tuple of two tensors.",
+                "return the new cell and output as a tuple: return c, h.",
             )
-        if torch.allclose(c, torch.where(kept, c_prev, hat_c), atol=1e-12):
-            fail(f"{where}: the kept modules froze the cell (that is S_c).", "S_ic acts on a gate.")
-        if torch.allclose(c, torch.where(kept, f * c_prev + g, hat_c), atol=1e-12):
-            fail(f"{where}: the input gate was forced to 1.", "a kept module writes nothing.")
-        if torch.allclose(c, f * c_prev + ((1 - B_units) * i) * g, atol=1e-12):
-            fail(f"{where}: the updating modules are the ones blocked.", "B = 1 means update.")
-        if torch.allclose(c, want_c, atol=1e-12):
-            if torch.allclose(h, o * torch.tanh(hat_c), atol=1e-12):
-                fail(
-                    f"{where}: h comes from the plain step's cell.",
-                    "compute h from the new cell c_t, after the gate was forced.",
-                )
-            fail(f"{where}: c is right, h is not.", "h = o * tanh(c), (lstm-L6).")
-        fail(f"{where}: c is not right.", "recompute (lstm-L4) with the forced gate.")
-    return passed("s_ic_cell", ["mixed decisions per unit and an all-update row (= the LSTM)"])
+        c, h = (expect_tensor(t, (batch, H), f"{where}: {n}") for t, n in zip(out, "ch"))
+        if not all(torch.equal(a, b) for a, b in zip(given, originals)):
+            fail(f"{where} changed an argument in place.", "build c and h as new tensors.")
+        c64, h64 = c.detach().to(F64), h.detach().to(F64)
+        atol = 1e-12 if c.dtype == F64 else 1e-6
+        if torch.allclose(c64, want_c, atol=atol) and torch.allclose(h64, want_h, atol=atol):
+            tracked = [t.clone() for t in originals]
+            tracked[0].requires_grad_()  # the input gate
+            c_tracked = call(fn, *tracked, name=name)[0]
+            _check_s_ic_gradient(where, c_tracked, tracked[0], B_units)
+            continue
+        _explain_s_ic(where, c64, h64, i, f, g, o, c_prev, B_units, want_c, want_h)
+    return passed(
+        name,
+        ["mixed decisions per unit and an all-update row (= the LSTM)", "the input gate's "
+         "gradient only where a module updates"],
+    )  # fmt: skip
+
+
+def _explain_s_ic(where, c, h, i, f, g, o, c_prev, B_units, want_c, want_h):
+    kept = B_units == 0
+    hat_c = f * c_prev + i * g
+
+    def same(a, b):
+        return torch.allclose(a, b, atol=1e-6)
+
+    if same(c, want_h) and same(h, want_c):
+        fail(f"{where} returned (h, c).", "the order is (c, h): the cell first.")
+    if same(c, hat_c):
+        fail(f"{where}: the kept modules changed nothing.", "in S_ic they block the input.")
+    if same(c, torch.where(kept, c_prev + i * g, hat_c)):
+        fail(
+            f"{where}: the kept modules forced the forget gate to 1 (that is S_f*).",
+            "S_ic acts on the input gate.",
+        )
+    if same(c, torch.where(kept, c_prev, hat_c)):
+        fail(f"{where}: the kept modules froze the cell (that is S_c).", "S_ic acts on a gate.")
+    if same(c, torch.where(kept, f * c_prev + g, hat_c)):
+        fail(f"{where}: the input gate was forced to 1.", "a kept module writes nothing.")
+    if same(c, f * c_prev + ((1 - B_units) * i) * g):
+        fail(f"{where}: the updating modules are the ones blocked.", "b_units = 1 means update.")
+    if same(c, (B_units * f) * c_prev + i * g) or same(c, torch.where(kept, i * g, hat_c)):
+        fail(
+            f"{where}: the kept modules' forget gate was changed.",
+            "S_ic leaves the forget gate alone and acts on the input gate.",
+        )
+    if same(c, torch.where(kept, torch.zeros_like(c), hat_c)):
+        fail(
+            f"{where}: the kept modules' cell was set to zero.",
+            "with nothing written, the old cell still passes through the forget gate.",
+        )
+    if same(c, want_c):
+        if same(h, o * torch.tanh(hat_c)):
+            fail(
+                f"{where}: h comes from the plain step's cell.",
+                "compute h from the new cell c_t, after the gate was forced.",
+            )
+        fail(f"{where}: c is right, h is not.", "h = o * tanh(c), (lstm-L6).")
+    fail(
+        f"{where}: c is not right.",
+        "write out (lstm-L4) for one kept unit (b_units = 0) and one updating unit by hand, "
+        "with the input gate forced where the module keeps.",
+    )
+
+
+def _check_s_ic_gradient(where, c, i, B_units):
+    """dc/di = b_units * g: the input gate gets a gradient only in updating modules."""
+    if not c.requires_grad:
+        fail(
+            f"{where}: no gradient reaches the input gate.",
+            "keep the gates in the graph: no .detach() or .data.",
+        )
+    (grad,) = torch.autograd.grad(c.sum(), i, allow_unused=True)
+    updating = B_units == 1
+    if grad is None or (grad[~updating].abs() > 0).any() or (grad[updating] == 0).all():
+        fail(
+            f"{where}: the input gate's gradient is not right.",
+            "a kept module's input gate is replaced by 0, so no gradient reaches it there; an "
+            "updating module's is the plain LSTM's.",
+        )
