@@ -265,3 +265,45 @@ def window_update_rate(periods: Sequence[int], L: int, t0: int = 0) -> float:
 def lcm(periods: Sequence[int]) -> int:
     """The clock's cycle: after lcm(periods) steps the schedule repeats."""
     return math.lcm(*check_periods(periods))
+
+
+class UpdateTally:
+    """What every skipping cell of Part II keeps: a tally of its unit updates, for the update
+    rate (skip-rate), and an optional trace of its decisions.
+
+    A cell calls :meth:`count` with the decisions spread over its units at every step (1 =
+    update; a fraction for an expected update), and :meth:`update_rate` reads the rate since
+    :meth:`reset_tally`. Setting ``trace`` to a list records every step's decisions into it.
+    """
+
+    trace: list | None = None
+
+    def reset_tally(self) -> None:
+        """Start counting unit updates afresh (see :meth:`update_rate`)."""
+        self.updates, self.possible = 0.0, 0
+
+    def update_rate(self) -> float:
+        """(skip-rate) over the steps since :meth:`reset_tally`: unit updates / possible."""
+        if getattr(self, "possible", 0) == 0:
+            raise ValueError("no step was counted since reset_tally()")
+        return self.updates / self.possible
+
+    def count(self, units: torch.Tensor) -> None:
+        """Add one step's decisions (B, H), 1 = update, to the tally."""
+        self.updates += float(units.sum())
+        self.possible += units.numel()
+
+
+DECAYS = ("none", "const", "prob")
+
+
+def kept_factor(like: torch.Tensor, decay: str, alpha: float, p_decay: float):
+    """The decay D of a kept value, as a factor: 1 (``"none"``), 1 − α (``"const"``), or
+    1 − α with probability ``p_decay`` and 1 otherwise, drawn per entry of ``like``
+    (``"prob"``)."""
+    if decay == "none":
+        return 1.0
+    if decay == "const":
+        return 1.0 - alpha
+    hit = torch.rand(like.shape, dtype=like.dtype, device=like.device) < p_decay
+    return torch.where(hit, 1.0 - alpha, 1.0).to(like.dtype)

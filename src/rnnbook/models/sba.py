@@ -35,10 +35,9 @@ from torch import nn
 from rnnbook._validate import check_choice, check_positive_int, check_tensor
 from rnnbook.models.lstm import LSTMCell
 from rnnbook.models.srn import SRNCell
-from rnnbook.skip import expand_modules
+from rnnbook.skip import DECAYS, UpdateTally, expand_modules, kept_factor
 
 POOLINGS = ("max", "mean")
-DECAYS = ("none", "const", "prob")
 REFERENCES = ("candidate", "final", "last_update")
 EVAL_MODES = ("model", "plain")
 # variant: (the vector it observes, what a kept module overrides)
@@ -89,7 +88,7 @@ def _check_modules(H: int, M: int) -> None:
         raise ValueError(f"the number of modules M must divide the layer size H = {H}, got {M}")
 
 
-class _SBA(nn.Module):
+class _SBA(nn.Module, UpdateTally):
     """What the SBA cells share: the settings, the decay, the counters and the trace."""
 
     def _setup(self, H, M, pooling, theta, decay, alpha, p_decay, reference, eval_mode):
@@ -107,17 +106,8 @@ class _SBA(nn.Module):
         self.decay, self.alpha, self.p_decay = decay, float(alpha), float(p_decay)
         self.reference, self.eval_mode = reference, eval_mode
         self.trace: list | None = None  # a list to record every step's decisions into
+        self.margins: list | None = None  # a list to record every step's margins into
         self.reset_tally()
-
-    def reset_tally(self) -> None:
-        """Start counting unit updates afresh (see :meth:`update_rate`)."""
-        self.updates, self.possible = 0.0, 0
-
-    def update_rate(self) -> float:
-        """(skip-rate) over the steps since :meth:`reset_tally`: unit updates / possible."""
-        if self.possible == 0:
-            raise ValueError("no step was counted since reset_tally()")
-        return self.updates / self.possible
 
     @property
     def plain(self) -> bool:
@@ -125,20 +115,22 @@ class _SBA(nn.Module):
         return not self.training and self.eval_mode == "plain"
 
     def _count(self, units: torch.Tensor) -> None:
-        self.updates += float(units.sum())
-        self.possible += units.numel()
+        self.count(units)
 
     def _decay_factor(self, like: torch.Tensor) -> torch.Tensor | float:
         """What a kept unit is multiplied by: 1, 1 − α, or 1 − α with probability p_d."""
-        if self.decay == "none":
-            return 1.0
-        if self.decay == "const":
-            return 1.0 - self.alpha
-        hit = torch.rand(like.shape, dtype=like.dtype, device=like.device) < self.p_decay
-        return torch.where(hit, 1.0 - self.alpha, 1.0).to(like.dtype)
+        return kept_factor(like, self.decay, self.alpha, self.p_decay)
 
     def _decide(self, observed: torch.Tensor, s_ref: torch.Tensor):
-        """Surprisal of the observed candidate, decisions (B, M) and their units (B, H)."""
+        """Surprisal of the observed candidate, decisions (B, M) and their units (B, H).
+
+        With ``margins`` a list, the margin ``s_t − s_ref − θ`` of every step is appended to
+        it *with* its gradient with respect to the observed vector (the reference stays
+        detached), for the update penalties of Chapter 7; the decision itself is unchanged.
+        """
+        if self.margins is not None:
+            live = module_surprisal(observed, self.M, self.pooling)
+            self.margins.append(live - s_ref.detach() - self.theta)
         with torch.no_grad():
             s = module_surprisal(observed.detach(), self.M, self.pooling)
             b = sba_decision(s, s_ref, self.theta)
