@@ -3,7 +3,7 @@
 One module per chapter (``rnnbook.checks.rnn_bptt``); :mod:`grading` holds what they share.
 """
 
-from rnnbook.checks import clockwork, lmu, lstm_gru, ntm, rnn_bptt, sba
+from rnnbook.checks import clockwork, lmu, lstm_gru, ntm, rnn_bptt, sba, zoneout
 from rnnbook.checks.grading import CheckFailed
 
-__all__ = ["CheckFailed", "clockwork", "lmu", "lstm_gru", "ntm", "rnn_bptt", "sba"]
+__all__ = ["CheckFailed", "clockwork", "lmu", "lstm_gru", "ntm", "rnn_bptt", "sba", "zoneout"]
