@@ -309,7 +309,7 @@ class CWRNN(_Clockwork):
     storage; call ``.contiguous()`` before ``.view``.
 
     With every period 1 and ``"bi"`` it is the SRN given the same weights (the SRN's two
-    biases summed into ``bias``); :meth:`update_decisions` gives the clock for
+    biases summed into ``bias``); ``update_decisions()`` gives the clock for
     :func:`rnnbook.skip.update_rate`.
     """
 

@@ -131,7 +131,7 @@ class SCRN(_Counted):
 
     @property
     def alpha(self) -> torch.Tensor:
-        """The slow units' leak: one fixed number, or one learned value per unit."""
+        """The leak of the slow units, one fixed number or one learned value per unit."""
         return torch.sigmoid(self.leak_logit) if self.adaptive else self.fixed_alpha
 
     def forward(self, x: torch.Tensor, state=None):

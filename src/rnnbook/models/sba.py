@@ -20,9 +20,9 @@ to v_{t−1} unchanged (or times the decay factor).
 
 :func:`module_surprisal` and :func:`sba_decision` are the two equations;
 :class:`SBALSTMCell` puts them into an LSTM in one of seven ways (and :class:`SBARNNCell`
-into an SRN with sigmoid units); :class:`SBALanguageModel` is the word-level model of the
-chapter (embedding tied to the read-out), which counts its updates for the update rate
-(skip-rate) and can record every decision for a raster.
+into an SRN with sigmoid units). The cells count their updates for the update rate
+(skip-rate) and can record every decision for a raster; the chapter's word-level model is
+:class:`~rnnbook.models.language.LanguageModel` with an SBA cell as its core.
 """
 
 from __future__ import annotations
@@ -154,10 +154,11 @@ class SBALSTMCell(LSTMCell, _SBA):
     """An LSTM step with surprisal-based activation, one of the seven variants.
 
     Args:
-        d_x, d_h: input and hidden size H (the weights are :class:`LSTMCell`'s, drawn the same
-            way, so an SBA cell and an LSTM cell built after the same seed start equal).
+        d_x, d_h: input and hidden size H (the weights are those of
+            :class:`~rnnbook.models.lstm.LSTMCell`, drawn the same way, so an SBA cell and
+            an LSTM cell built after the same seed start equal).
         variant: ``"h"``, ``"c"``, ``"ch"``, ``"ff"``, ``"fh"``, ``"fc"`` or ``"ic"`` (S_h ...
-            S_ic): what is observed and what a kept module overrides, see :data:`VARIANTS`.
+            S_ic): what is observed and what a kept module overrides, see ``VARIANTS``.
         M: the number of modules, dividing H. pooling: ``"max"`` or ``"mean"``.
         theta: the threshold θ of (sba-decision); ``-inf`` updates every module.
         decay: ``"none"``, ``"const"`` (kept values times 1 − α) or ``"prob"`` (each kept

@@ -123,8 +123,9 @@ class GateZoneoutLSTMCell(LSTMCell, UpdateTally):
 
     and ``h = o ⊙ tanh(c)`` where not given. ``eval_mode``: ``"stochastic"`` (ZO+M: the
     coins keep falling at test time), ``"plain"`` (ZO+R: a plain LSTM) or ``"expectation"``
-    (b replaced by p, and D by its mean factor). The weights are :class:`LSTMCell`'s, drawn
-    the same way, so the cell with p = 1 is the LSTM.
+    (b replaced by p, and D by its mean factor). The weights are those of
+    :class:`~rnnbook.models.lstm.LSTMCell`, drawn the same way, so the cell with p = 1 is
+    the LSTM.
     """
 
     def __init__(self, d_x, d_h, variant="c", p=0.5, decay="none", alpha=0.01, p_decay=0.2,

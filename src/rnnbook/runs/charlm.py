@@ -1,7 +1,7 @@
 """The character-level Penn Treebank language model of Chapter 2, trained for an hour.
 
-The model is :class:`rnnbook.models.LanguageModel`: an embedding of the 50 PTB characters,
-one ``nn.LSTM`` layer (its forget gate's bias starting at 1, :func:`rnnbook.models.torch_lstm`)
+The model is :class:`rnnbook.models.language.LanguageModel`: an embedding of the 50 PTB characters,
+one ``nn.LSTM`` layer (its forget gate's bias starting at 1, :func:`rnnbook.models.lstm.torch_lstm`)
 or one ``nn.GRU`` layer, and a linear read-out over the characters; the quick profile of
 Chapter 2 trains the same model on a slice for a few seconds.
 
@@ -64,7 +64,7 @@ def build_char_lm(cell: str = "lstm", embedding: int = 32, hidden: int = 256) ->
     """Embedding (50 x ``embedding``) -> one ``cell`` layer of ``hidden`` units -> read-out.
 
     The LSTM's forget-gate bias starts at 1 (lstm-L1); everything else has torch's and
-    :class:`~rnnbook.models.LanguageModel`'s initialisation.
+    :class:`~rnnbook.models.language.LanguageModel`'s initialisation.
     """
     if cell not in CELLS:
         raise ValueError(f"cell must be one of {CELLS}, got {cell!r}")
