@@ -226,3 +226,20 @@ def test_update_rate_needs_a_counted_step():
     cell = GateZoneoutLSTMCell(3, 4)
     with pytest.raises(ValueError, match="no step was counted"):
         cell.update_rate()
+
+
+def test_z_ch_expectation_is_the_mean_over_masks():
+    torch.manual_seed(0)
+    cell = GateZoneoutLSTMCell(4, 6, variant="ch", p=0.3).double()
+    x_proj = cell.project_inputs(torch.randn(2, 4, dtype=F64))
+    state = (torch.randn(2, 6, dtype=F64), torch.randn(2, 6, dtype=F64))
+    cell.eval()
+    cell.eval_mode = "expectation"
+    h_mean, c_mean = cell.step(x_proj, state)
+    cell.eval_mode = "stochastic"  # exact mean over the two outcomes of each coin
+    cell.decisions = lambda like: torch.ones_like(like)
+    h_one, c_one = cell.step(x_proj, state)
+    cell.decisions = lambda like: torch.zeros_like(like)
+    h_zero, c_zero = cell.step(x_proj, state)
+    assert_close_ulps(h_mean, 0.3 * h_one + 0.7 * h_zero)
+    assert_close_ulps(c_mean, 0.3 * c_one + 0.7 * c_zero)

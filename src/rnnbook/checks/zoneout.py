@@ -1,23 +1,29 @@
 """Checkers for the exercises of the chapter on zoneout and update penalties.
 
-Each takes the student's answer, tests it on fresh random values against the package's own
-equations (:mod:`rnnbook.models.zoneout`, :mod:`rnnbook.penalties`), prints what passed,
-and raises :class:`~rnnbook.checks.grading.CheckFailed` with a hint that names the mistake
-it recognised, never the solution.
+Each takes the student's answer, tests it on fresh random values against the book's
+equations (:mod:`rnnbook.models.zoneout`, :mod:`rnnbook.penalties`, of which the checker keeps
+private copies), prints what passed, and raises :class:`~rnnbook.checks.grading.CheckFailed`
+with a hint that names the mistake it recognised, never the solution. While the student's
+function runs, the book's own penalties and zoneout step are out of reach: an answer that
+calls them is refused.
 """
 
 from __future__ import annotations
+
+import contextlib
+import sys
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from rnnbook import penalties as _pen
 from rnnbook.checks.grading import call, expect_tensor, fail, own_random_state, passed
+from rnnbook.models.zoneout import ZoneoutLSTMCell as _ZoneoutLSTMCell
 
 F64 = torch.float64
 
 
-# --- the references: the package's equations ------------------------------------------------
+# --- the references: private copies of the book's equations --------------------------------
 
 
 def _zoneout(c_prev, h_prev, c_tilde, o, d_c, d_h):
@@ -27,19 +33,98 @@ def _zoneout(c_prev, h_prev, c_tilde, o, d_c, d_h):
     return h, c
 
 
+def _ste(margins):
+    """(pen-ste): the values of [m > 0], with derivative 1 in the margin."""
+    return (margins > 0).to(margins.dtype) + margins - margins.detach()
+
+
 def _msure(margins, u_target, lam):
     """(pen-msure) of the decisions [m > 0], through the straight-through surrogate
     (pen-ste)."""
-    return _pen.msure_penalty(_pen.straight_through(margins), u_target, lam)
+    return lam * (u_target - _ste(margins).mean()) ** 2
+
+
+def _ns(h, h0, lam):
+    """(pen-ns) for states h (B, T, H) after the state h0 (B, H) carried in."""
+    norms = torch.cat([h0.norm(dim=-1, keepdim=True), h.norm(dim=-1)], dim=1)  # (B, T + 1)
+    return lam * (norms[:, 1:] - norms[:, :-1]).pow(2).mean()
+
+
+# --- own work -------------------------------------------------------------------------------
 
 
 def _own_work(fn, exercise: str) -> None:
     """The package's function (or the checker's reference) is not an answer."""
-    if fn in (_zoneout, _msure, _pen.norm_stabiliser, _pen.msure_penalty):
+    own = (_zoneout, _msure, _ste, _ns, _pen.norm_stabiliser, _pen.msure_penalty,
+           _pen.straight_through, _ZoneoutLSTMCell.step)  # fmt: skip
+    if fn in own:
         fail(
             f"{exercise}: you passed the book's own function.",
             "write the exercise's function yourself; the checker compares it with that one.",
         )
+
+
+# what the student's function may not call while it is checked: (owner, attribute, its name)
+_BLOCKED = (
+    (_pen, "msure_penalty", "rnnbook.penalties.msure_penalty"),
+    (_pen, "straight_through", "rnnbook.penalties.straight_through"),
+    (_pen, "norm_stabiliser", "rnnbook.penalties.norm_stabiliser"),
+    (_ZoneoutLSTMCell, "step", "rnnbook.models.zoneout.ZoneoutLSTMCell.step"),
+)
+
+
+def _refuse(label: str) -> None:
+    fail(
+        f"you called the book's own {label}.",
+        "write it yourself: the exercise asks for your own code, and the checker compares it "
+        "with the book's.",
+    )
+
+
+def _refusing(label: str):
+    def refused(*args, **kwargs):
+        _refuse(label)
+
+    return refused
+
+
+@contextlib.contextmanager
+def _without_the_book():
+    """Make the book's penalties and zoneout step unavailable while the student's function
+    runs: the module attributes raise, and a call through a name imported earlier (``from
+    rnnbook.penalties import msure_penalty``) is noticed by a profiler and refused afterwards.
+    Everything is restored on the way out."""
+    saved = [(owner, attr, owner.__dict__[attr], label) for owner, attr, label in _BLOCKED]
+    codes = {getattr(fn, "__code__", None): label for _, _, fn, label in saved}
+    called: list[str] = []
+
+    def profiler(frame, event, arg):
+        if event == "call" and frame.f_code in codes:
+            called.append(codes[frame.f_code])
+
+    previous = sys.getprofile()
+    try:
+        for owner, attr, _, label in saved:
+            setattr(owner, attr, _refusing(label))
+        sys.setprofile(profiler)
+        try:
+            yield
+        except Exception:
+            if called:
+                _refuse(called[0])
+            raise
+    finally:
+        sys.setprofile(previous)
+        for owner, attr, fn, _ in saved:
+            setattr(owner, attr, fn)
+    if called:
+        _refuse(called[0])
+
+
+def _call(fn, *args, name: str):
+    """``grading.call`` with the book's own functions out of reach."""
+    with _without_the_book():
+        return call(fn, *args, name=name)
 
 
 def _name(fn, default: str) -> str:
@@ -48,6 +133,15 @@ def _name(fn, default: str) -> str:
 
 def _atol(t: torch.Tensor, double: float = 1e-12) -> float:
     return double if t.dtype == F64 else 1e-6
+
+
+def _grad(out, inputs, where: str, hint: str):
+    """``torch.autograd.grad`` of the student's result; an error becomes a failure."""
+    try:
+        return torch.autograd.grad(out, inputs, allow_unused=True)
+    except RuntimeError as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        fail(f"{where}: the gradient could not be computed ({first}).", hint)
 
 
 # --- exercise: one step of the zoneout LSTM -------------------------------------------------
@@ -67,10 +161,22 @@ def _zoneout_case(gen, B, H):
     return c_prev, h_prev, c_tilde, o, d_c, d_h
 
 
+def _pair(out, where: str, B: int, H: int):
+    if isinstance(out, list):
+        out = tuple(out)
+    if not isinstance(out, tuple) or len(out) != 2:
+        fail(
+            f"{where} returned {type(out).__name__}, not a pair of tensors.",
+            "return the new output and cell as a tuple, in the order (h, c).",
+        )
+    return tuple(expect_tensor(t, (B, H), f"{where}: {n}") for t, n in zip(out, "hc"))
+
+
 @own_random_state
 def zoneout_step(fn) -> str:
     """Exercise: ``fn(c_prev, h_prev, c_tilde, o, d_c, d_h) -> (h, c)``, one step of
-    Krueger's zoneout LSTM, (zo-lstm-c) and (zo-lstm-h), with keep masks (1 = keep)."""
+    Krueger's zoneout LSTM, (zo-lstm-c) and (zo-lstm-h), with keep masks (1 = keep): the
+    values, and the gradients (a kept unit passes its gradient unchanged)."""
     _own_work(fn, "zoneout_step")
     name = _name(fn, "zoneout_step")
     gen = torch.Generator().manual_seed(71)
@@ -78,28 +184,122 @@ def zoneout_step(fn) -> str:
         originals = _zoneout_case(gen, B, H)
         want_h, want_c = _zoneout(*originals)
         given = [t.clone() for t in originals]
-        out = call(fn, *given, name=name)
         where = f"{name} on a batch of {B}, {H} units"
-        if isinstance(out, list):
-            out = tuple(out)
-        if not isinstance(out, tuple) or len(out) != 2:
-            fail(
-                f"{where} returned {type(out).__name__}, not a pair of tensors.",
-                "return the new output and cell as a tuple, in the order (h, c).",
-            )
-        h, c = (expect_tensor(t, (B, H), f"{where}: {n}") for t, n in zip(out, "hc"))
+        h, c = _pair(_call(fn, *given, name=name), where, B, H)
         if not all(torch.equal(a, b) for a, b in zip(given, originals)):
             fail(f"{where} changed an argument in place.", "build h and c as new tensors.")
         h64, c64 = h.detach().to(F64), c.detach().to(F64)
         atol = max(_atol(h), _atol(c))
-        if torch.allclose(h64, want_h, atol=atol) and torch.allclose(c64, want_c, atol=atol):
-            continue
-        _explain_zoneout(where, h64, c64, *originals, want_h, want_c)
+        if not (torch.allclose(h64, want_h, atol=atol) and torch.allclose(c64, want_c, atol=atol)):
+            _explain_zoneout(where, h64, c64, *originals, want_h, want_c)
+        _check_zoneout_gradient(fn, name, where, gen, originals)
     return passed(
         name,
         ["random keep masks, an all-keep and an all-update row, different masks for c and h",
-         "no change in place"],
+         "no change in place",
+         "the gradients to c_prev, h_prev, c_tilde and o"],
     )  # fmt: skip
+
+
+_KEEP_HINT = (
+    "a kept unit passes its gradient unchanged and an updating unit passes it to the new "
+    "value, (zo-lstm-c) and (zo-lstm-h): no .detach(), .data or torch.no_grad() in the step."
+)
+
+
+def _check_zoneout_gradient(fn, name, where, gen, originals):
+    """The Jacobians of (zo-lstm-c) and (zo-lstm-h): diagonal, d_c for dc/dc_prev and d_h for
+    dh/dh_prev, and the updating units' gradient reaches c_tilde and o."""
+    c_prev, h_prev, c_tilde, o, d_c, d_h = originals
+    B, H = c_prev.shape
+    leaves = [t.clone().requires_grad_() for t in (c_prev, h_prev, c_tilde, o)]
+    h, c = _pair(_call(fn, *leaves, d_c.clone(), d_h.clone(), name=name), where, B, H)
+    for out, what in ((c, "c"), (h, "h")):
+        if not out.requires_grad:
+            fail(f"{where}: no gradient flows through {what} (it left the graph).", _KEEP_HINT)
+    w_c, w_h = (0.5 + torch.rand(B, H, generator=gen, dtype=F64) for _ in range(2))
+    how = "every operation of the step must have a derivative; " + _KEEP_HINT
+    got_c = _grad((w_c * c.to(F64)).sum(), leaves, where, how)
+    got_h = _grad((w_h * h.to(F64)).sum(), leaves, where, how)
+    zero = torch.zeros_like(c_prev)
+    t = torch.tanh(c_tilde)
+    want_c = (w_c * d_c, zero, w_c * (1 - d_c), zero)
+    want_h = (zero, w_h * d_h, w_h * (1 - d_h) * o * (1 - t**2), w_h * (1 - d_h) * t)
+    names = ("c_prev", "h_prev", "c_tilde", "o")
+    for out, got, want in (("c", got_c, want_c), ("h", got_h, want_h)):
+        for g, w, x in zip(got, want, names):
+            g = zero if g is None else g.to(F64)
+            if torch.allclose(g, w, rtol=1e-4, atol=1e-6):
+                continue
+            through = (w != 0) & (g.abs() <= 1e-12)
+            if through.any():
+                kind = "kept" if x in ("c_prev", "h_prev") else "updating"
+                fail(
+                    f"{where}: no gradient reaches {x} from the {kind} units of {out} "
+                    f"(was {x} detached, or did the step run under torch.no_grad()?).",
+                    _KEEP_HINT,
+                )
+            if x == f"{out}_prev":
+                fail(
+                    f"{where}: the gradient of {out} with respect to {x} is not the mask d_{out}.",
+                    f"{out} is linear in {x}: " + _KEEP_HINT,
+                )
+            fail(f"{where}: the gradient of {out} with respect to {x} is not right.", _KEEP_HINT)
+
+
+def _zoneout_parts(which, got, prev, new, d, d_other, cand):
+    """What went wrong in one state (``which`` is "c" or "h"), as a list of (key, what,
+    hint), with ``{s}`` in ``what`` for the state's name: [] for right, None for a mistake the
+    checker does not recognise. ``cand`` lists the wrong candidates the checker knows as
+    (tensor, (key, what, hint))."""
+
+    def same(a, b):
+        return torch.allclose(a, b, atol=1e-6)
+
+    eq = "(zo-lstm-c)" if which == "c" else "(zo-lstm-h)"
+    whole = [
+        ((1 - d) * new, "dropout", "a kept unit of {s} was set to zero, as in dropout",
+         "zoneout does not drop a unit: where d = 1 the unit keeps its previous value."),
+        (d * new, "dropout", "{s} keeps the new value where d = 1 and zeroes the rest, as in "
+         "dropout", "zoneout drops nothing, and d = 1 means that the unit keeps its previous "
+         "value (zo-mask)."),
+        (new, "ignored", "{s} ignores its mask", f"{which} is zoned as well, by d_{which} {eq}."),
+        (prev, "stale", "nothing updates: {s} is the previous state",
+         f"where d_{which} = 0 the unit takes the plain step's new value {eq}."),
+    ]  # fmt: skip
+    for wrong, key, what, hint in whole:
+        if same(got, wrong):
+            return [(key, what, hint)]
+    expectation = ("mean", "the mean of the mask of {s} is used as a probability (the test-time "
+                   "expectation)", "during training each unit either keeps or updates: the "
+                   "mask itself is 0 or 1, not a share.")  # fmt: skip
+    masks = [
+        (d, None),
+        (1 - d, ("inverted", "the mask of {s} has its meaning inverted (1 = update)",
+                 "d = 1 means the unit keeps its previous value (zo-mask).")),
+        (d_other, ("other", f"{which} is zoned by the other state's mask",
+                   "Krueger's zoneout zones the cell and the output with independent masks, "
+                   "d_c for the cell (zo-lstm-c), d_h for the output (zo-lstm-h).")),
+        (d[:, :1], ("b1", "the mask of {s} is one coin per sequence, (B, 1), broadcast over the "
+                    "units", "each unit has its own coin: the mask is (B, H), use it as it is "
+                    "given.")),
+        (d.mean(), expectation),
+        (d.mean(-1, keepdim=True), expectation),
+    ]  # fmt: skip
+    for m, m_says in masks:
+        for n, n_says in [(new, None), *cand]:
+            if (m_says or n_says) and same(got, m * prev + (1 - m) * n):
+                return [says for says in (m_says, n_says) if says is not None]
+    # the updated units rescaled, as in dropout (by 1 / (1 - z))
+    upd = 1 - d
+    den = (upd * new * new).sum()
+    if den > 0:
+        k = float((upd * got * new).sum() / den)
+        if abs(k - 1) > 1e-3 and same(got, d * prev + upd * k * new):
+            return [("rescaled", f"the updating units of {{s}} are rescaled by {k:.4g}, as in "
+                     "dropout", f"zoneout mixes the previous and the new value as they are "
+                     f"{eq}: no rescaling.")]  # fmt: skip
+    return None
 
 
 def _explain_zoneout(where, h, c, c_prev, h_prev, c_tilde, o, d_c, d_h, want_h, want_c):
@@ -108,54 +308,109 @@ def _explain_zoneout(where, h, c, c_prev, h_prev, c_tilde, o, d_c, d_h, want_h, 
     def same(a, b):
         return torch.allclose(a, b, atol=1e-6)
 
-    def zoned(d, prev, new):
-        return d * prev + (1 - d) * new
-
     h_tilde = o * torch.tanh(c_tilde)
     if same(h, want_c) and same(c, want_h):
         fail(f"{where} returned (c, h).", "the order is (h, c): the output first.")
-    if same(c, zoned(1 - d_c, c_prev, c_tilde)) or same(h, zoned(1 - d_h, h_prev, h_tilde)):
-        fail(
-            f"{where}: the masks' meaning is inverted (1 = update).",
-            "d = 1 means the unit keeps its previous value (zo-mask).",
-        )
-    if same(c, (1 - d_c) * c_tilde) or same(h, (1 - d_h) * h_tilde):
-        fail(
-            f"{where}: a kept unit was set to zero, as in dropout.",
-            "zoneout does not drop a unit: where d = 1 the unit keeps its previous value.",
-        )
-    if same(c, zoned(d_h, c_prev, c_tilde)) and same(h, zoned(d_c, h_prev, h_tilde)):
-        fail(
-            f"{where}: the masks of c and h are swapped.",
-            "d_c zones the cell (zo-lstm-c), d_h the output (zo-lstm-h).",
-        )
+    squashed = ("squashed", "the cell's candidate c_tilde was squashed by tanh",
+                "c_tilde enters (zo-lstm-c) as the plain step computed it; the tanh belongs "
+                "to the output (zo-lstm-h).")  # fmt: skip
+    c_says = _zoneout_parts("c", c, c_prev, c_tilde, d_c, d_h, [(torch.tanh(c_tilde), squashed)])
+    zoned = ("zoned", "h is built from the zoned cell c",
+             "in (zo-lstm-h) the output's candidate comes from the plain step's cell, before "
+             "the cell's own zoneout.")  # fmt: skip
+    h_says = _zoneout_parts("h", h, h_prev, h_tilde, d_h, d_c, [
+        (o * torch.tanh(c), zoned),
+        (o * torch.tanh(want_c), zoned),
+        (o * torch.tanh(c_prev), ("c_prev", "h's candidate is built from c_prev",
+                                  "the output's candidate comes from this step's plain cell "
+                                  "c_tilde (zo-lstm-h), not from the previous one.")),
+        (torch.tanh(c_tilde), ("no o", "the output gate o is missing from h's candidate",
+                               "the output's candidate in (zo-lstm-h) is the plain LSTM's "
+                               "output, gate included.")),
+    ])  # fmt: skip
+    if h_says is None:
+        if same(h, o * (d_h * h_prev + (1 - d_h) * torch.tanh(c_tilde))):
+            h_says = [
+                (
+                    "o outside",
+                    "the output gate o multiplies the whole mixture, so a kept "
+                    "unit's h_prev is gated again",
+                    "a kept unit keeps h_prev exactly as it "
+                    "was (zo-lstm-h); the gate belongs to the plain step's output.",
+                )
+            ]
+        elif same(h, d_h * o * torch.tanh(c_prev) + (1 - d_h) * h_tilde):
+            h_says = [
+                (
+                    "recomputed",
+                    "a kept unit's output is recomputed from c_prev",
+                    "a kept unit keeps its previous output h_prev itself (zo-lstm-h).",
+                )
+            ]
     if same(c, want_c):
-        if same(h, zoned(d_h, h_prev, o * torch.tanh(c))):
-            fail(
-                f"{where}: h is built from the zoned cell c.",
-                "in (zo-lstm-h) the output's candidate comes from the plain step's cell, "
-                "before the cell's own zoneout.",
-            )
-        if same(h, zoned(d_c, h_prev, h_tilde)):
-            fail(
-                f"{where}: the cell's mask d_c was used for h too (one shared mask).",
-                "Krueger's zoneout zones the cell and the output with independent masks.",
-            )
-        if same(h, h_tilde):
-            fail(f"{where}: h ignores its mask.", "h is zoned as well, by d_h (zo-lstm-h).")
+        if h_says:
+            what, hint = _join(h_says, "h")
+            if h_says[0][0] == "other":
+                what = "the cell's mask d_c was used for h too (one shared mask)"
+            fail(f"{where}: {what}.", hint)
         fail(f"{where}: c is right, h is not.", "write out (zo-lstm-h) for one unit by hand.")
     if same(h, want_h):
-        if same(c, zoned(d_h, c_prev, c_tilde)):
-            fail(
-                f"{where}: the output's mask d_h was used for the cell too (one shared mask).",
-                "Krueger's zoneout zones the cell and the output with independent masks.",
-            )
-        if same(c, c_tilde):
-            fail(f"{where}: c ignores its mask.", "the cell is zoned as well, by d_c (zo-lstm-c).")
+        if c_says:
+            what, hint = _join(c_says, "c")
+            if c_says[0][0] == "other":
+                what = "the output's mask d_h was used for the cell too (one shared mask)"
+            fail(f"{where}: c is not right: {what}.", hint)
+        fail(
+            f"{where}: c is not right.",
+            "write out (zo-lstm-c) by hand for one kept unit (d_c = 1) and one updating unit "
+            "(d_c = 0).",
+        )
+    _explain_both(where, c_says, h_says)
+
+
+def _join(says, state: str):
+    """One sentence and one hint from a list of (key, what, hint) about ``state``."""
+    whats = [what.replace("{s}", state) for _, what, _ in says]
+    return ", and ".join(whats), " ".join(dict.fromkeys(hint for _, _, hint in says))
+
+
+def _explain_both(where, c_says, h_says):
+    """c and h are both wrong: name what the checker recognised in each."""
+    if c_says and h_says:
+        if c_says[0][0] == "other" and h_says[0][0] == "other":
+            what = "the masks of c and h are swapped"
+            hint = "d_c zones the cell (zo-lstm-c), d_h the output (zo-lstm-h)."
+            rest = c_says[1:] + h_says[1:]
+            if rest:
+                more, more_hint = _join(rest, "c and h")
+                what, hint = f"{what}, and {more}", f"{hint} {more_hint}"
+            fail(f"{where}: {what}.", hint)
+        if [w for _, w, _ in c_says] == [w for _, w, _ in h_says]:  # the same mistake in both
+            what, c_hint = _join(c_says, "each state")
+            _, h_hint = _join(h_says, "each state")
+            fail(f"{where}: in both c and h, {what}.", " ".join(dict.fromkeys((c_hint, h_hint))))
+        c_text, c_hint = _join(c_says, "c")
+        h_text, h_hint = _join(h_says, "h")
+        fail(
+            f"{where}: both c and h are wrong: {c_text}; {h_text}.",
+            " ".join(dict.fromkeys((c_hint, h_hint))),
+        )
+    if c_says:
+        c_text, c_hint = _join(c_says, "c")
+        fail(
+            f"{where}: both c and h are wrong: {c_text}, and h is wrong as well.",
+            f"{c_hint} Then write out (zo-lstm-h) for one unit by hand.",
+        )
+    if h_says:
+        h_text, h_hint = _join(h_says, "h")
+        fail(
+            f"{where}: both c and h are wrong: {h_text}, and c is wrong as well.",
+            f"{h_hint} Then write out (zo-lstm-c) for one unit by hand.",
+        )
     fail(
-        f"{where}: c is not right.",
-        "write out (zo-lstm-c) by hand for one kept unit (d_c = 1) and one updating unit "
-        "(d_c = 0).",
+        f"{where}: neither c nor h is right.",
+        "write out (zo-lstm-c) and (zo-lstm-h) by hand for one kept unit (d = 1) and one "
+        "updating unit (d = 0).",
     )
 
 
@@ -163,17 +418,24 @@ def _explain_zoneout(where, h, c, c_prev, h_prev, c_tilde, o, d_c, d_h, want_h, 
 
 
 class _DetachSpy(TorchFunctionMode):
-    """Notes whether the answer cut the graph: .detach(), .data or torch.no_grad()."""
+    """Notes how the answer may have cut the graph: .detach(), .data or torch.no_grad() (which
+    a right estimator uses too, on its stopgrad term), and .item(), float(...), .tolist(),
+    torch.tensor(...) (which it does not need)."""
+
+    _DETACH = (torch.Tensor.detach, torch.Tensor.detach_, torch.Tensor.data.__get__)
+    _LEAVE = (torch.Tensor.item, torch.Tensor.__float__, torch.Tensor.tolist,
+              torch.Tensor.numpy, torch.tensor, torch.as_tensor)  # fmt: skip
 
     def __init__(self):
         super().__init__()
         self.cut = False
+        self.left = False
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func in (torch.Tensor.detach, torch.Tensor.detach_, torch.Tensor.data.__get__):
+        if func in self._DETACH or not torch.is_grad_enabled():
             self.cut = True
-        elif not torch.is_grad_enabled():
-            self.cut = True
+        if func in self._LEAVE:
+            self.left = True
         return func(*args, **(kwargs or {}))
 
 
@@ -198,6 +460,12 @@ def _scalar(got, where: str) -> torch.Tensor:
     return expect_tensor(got, (), where)
 
 
+_STEP_HAS_NO_SLOPE = (
+    "a step function has no derivative (torch gives [m > 0]-like operations none, or 0): "
+    "(pen-ste) gives the decisions one, in the backward pass only."
+)
+
+
 @own_random_state
 def msure_ste(fn) -> str:
     """Exercise: ``fn(margins (T, B, M), u_target, lam) -> R``, (pen-msure) of the
@@ -206,8 +474,9 @@ def msure_ste(fn) -> str:
     _own_work(fn, "msure_ste")
     name = _name(fn, "msure_ste")
     gen = torch.Generator().manual_seed(72)
-    # (T, B, M, positives, u_target, lam): u above and below the target
-    cases = [(5, 4, 3, 45, 0.2, 0.5), (4, 3, 6, 18, 0.8, 2.0), (6, 2, 4, 12, 0.6, 0.1),
+    # (T, B, M, positives, u_target, lam): u above and below the target; the first lam is
+    # not 1/2, 1 or 2, so that lam squared, lam missing and a factor 1/2 differ
+    cases = [(4, 3, 6, 18, 0.8, 3.0), (5, 4, 3, 45, 0.2, 0.5), (6, 2, 4, 12, 0.6, 0.1),
              (3, 5, 2, 22, 0.5, 3.0), (8, 1, 2, 13, 0.05, 1.5)]  # fmt: skip
     for T, B, M, positives, u_target, lam in cases:
         m = _margins(gen, (T, B, M), positives)
@@ -217,7 +486,7 @@ def msure_ste(fn) -> str:
         where = f"{name}(margins of shape ({T}, {B}, {M}), u_target={u_target}, lam={lam})"
         given = m.clone().requires_grad_()
         with _DetachSpy() as spy:
-            got = call(fn, given, u_target, lam, name=name)
+            got = _call(fn, given, u_target, lam, name=name)
         got = _scalar(got, where)
         if not torch.equal(given.detach(), m):
             fail(f"{where} changed the margins in place.", "compute the decisions in new tensors.")
@@ -225,18 +494,27 @@ def msure_ste(fn) -> str:
         if not torch.allclose(value, torch.tensor(want, dtype=F64), rtol=1e-5, atol=_atol(got)):
             _explain_msure_value(where, float(value), m, u_target, lam, want)
         if not got.requires_grad:
+            if spy.left:
+                fail(
+                    f"{where}: no gradient reaches the margins: the result left the graph "
+                    "through .item(), float(...) or torch.tensor(...).",
+                    "those make a new number without the history of how it was computed: keep "
+                    "the penalty a tensor computed from the margins all the way.",
+                )
             if spy.cut:
                 fail(
-                    f"{where}: no gradient reaches the margins, they were detached.",
-                    "the margins themselves must stay in the graph: no .detach(), .data or "
-                    "torch.no_grad() on them, only on the part (pen-ste) stops.",
+                    f"{where}: no gradient reaches the margins: the graph was cut (something "
+                    "was detached, or computed under torch.no_grad()) on the way to the penalty.",
+                    "the margins must stay in the graph up to the penalty: only the term that "
+                    "(pen-ste) stops is detached, not the margins, the decisions' sum or the "
+                    "result.",
                 )
             fail(
                 f"{where}: no gradient reaches the margins (the literal bracket [m > 0]).",
                 "a comparison has derivative 0, so the penalty would train nothing: the "
                 "exercise asks for the straight-through surrogate (pen-ste).",
             )
-        (grad,) = torch.autograd.grad(got, given, allow_unused=True)
+        (grad,) = _grad(got, given, where, _STEP_HAS_NO_SLOPE)
         slope = -2 * lam * (u_target - u) / n
         _check_msure_gradient(where, grad, slope)
     return passed(
@@ -253,42 +531,78 @@ def _explain_msure_value(where, value, m, u_target, lam, want):
     u = float(d.mean())
 
     def same(a):
-        return abs(value - float(a)) <= 1e-5 * max(abs(float(a)), 1e-3)
+        a = float(a)
+        return abs(value - a) <= 1e-5 * max(abs(a), 1e-3)
+
+    def says(what, hint):
+        fail(f"{where} = {value:.6g}: {what}.", hint)
 
     if same(lam * (u_target - float(d.sum())) ** 2):
-        fail(
-            f"{where} = {value:.6g}: u is the sum of the decisions.",
+        says(
+            "u is the sum of the decisions",
             "the update rate u is a share of the window's decisions, between 0 and 1.",
         )
     if same((u_target - u) ** 2):
-        fail(f"{where} = {value:.6g}: the weight lam is missing.", "(pen-msure) is scaled by lam.")
+        says("the weight lam is missing", "(pen-msure) is scaled by lam.")
+    if same(lam * want):
+        says(
+            "lam is squared (it sits inside the square)",
+            "(pen-msure) scales the squared distance by lam itself.",
+        )
+    if same(want / 2):
+        says("the penalty has a factor 1/2", "(pen-msure) has no factor 1/2: lam is the weight.")
     if same(lam * (u_target - float(m.mean())) ** 2):
-        fail(
-            f"{where} = {value:.6g}: u is the mean of the margins themselves.",
+        says(
+            "u is the mean of the margins themselves",
             "the margins are not decisions: u counts the margins that are > 0.",
         )
     if same(lam * (u_target - (1 - u)) ** 2):
-        fail(
-            f"{where} = {value:.6g}: the decisions are [m < 0].",
-            "a unit updates where its margin is positive.",
+        says("the decisions are [m < 0]", "a unit updates where its margin is positive.")
+    if same(lam * (u_target - (2 * u - 1)) ** 2):
+        says(
+            "the decisions are sign(m), -1 or 1",
+            "a decision is 0 or 1, the bracket [m > 0] (pen-ste).",
         )
     if same(lam * abs(u_target - u)) or same(lam * (u_target - u)) or same(lam * (u - u_target)):
-        fail(
-            f"{where} = {value:.6g}: the difference from the target is not squared.",
+        says(
+            "the difference from the target is not squared",
             "(pen-msure) penalises the squared distance of u from u_target.",
         )
+    if same(lam * (u_target**2 - u**2)) or same(lam * (u**2 - u_target**2)):
+        says(
+            "it is the difference of the squares",
+            "(pen-msure) squares the difference u_target - u, not each term.",
+        )
+    if same(lam * ((u_target - d) ** 2).mean()):
+        says(
+            "the squared error of each decision is averaged",
+            "(pen-msure) squares the distance of the window's rate u, one number, from u_target.",
+        )
+    dims = {0: "step", 1: "sequence", 2: "unit"}
+    for dim, what in dims.items():
+        rest = [k for k in range(3) if k != dim]
+        if same(lam * ((u_target - d.mean(dim=rest)) ** 2).mean()):
+            says(f"the penalty is computed per {what} and then averaged",
+                 "u in (pen-msure) is one rate for the whole window, not one per "
+                 f"{what}.")  # fmt: skip
+    over = {0: "time (the steps)", 1: "the batch", 2: "the units"}
+    for dim, what in over.items():
+        if same(lam * (u_target - float(d.sum(dim).mean())) ** 2):
+            says(
+                f"the decisions are summed over {what}",
+                "the update rate u is a share of all the window's decisions, between 0 and 1.",
+            )
     if same(lam * (u_target - float(torch.sigmoid(m).mean())) ** 2):
-        fail(
-            f"{where} = {value:.6g}: the forward value uses a sigmoid of the margins.",
+        says(
+            "the forward value uses a sigmoid of the margins",
             "a soft surrogate changes the penalty's value: the forward pass must use the 0/1 "
             "decisions [m > 0], the surrogate only acts in the backward pass (pen-ste).",
         )
     root = max(value, 0.0) / lam
     roots = (u_target + root**0.5, u_target - root**0.5)
     if value >= 0 and not any(abs(r * n - round(r * n)) < 1e-4 for r in roots):
-        fail(
-            f"{where} = {value:.6g}: that is no mean of 0/1 decisions (a soft surrogate in the "
-            "forward value?).",
+        says(
+            "that is no mean of 0/1 decisions (a soft surrogate in the forward value?)",
             "the forward pass must use the decisions [m > 0] themselves; a surrogate may only "
             "change the backward pass (pen-ste).",
         )
@@ -300,7 +614,8 @@ def _explain_msure_value(where, value, m, u_target, lam, want):
 
 def _check_msure_gradient(where, grad, slope):
     """The gradient of (pen-msure) through (pen-ste): ``slope`` in every margin."""
-    if grad is None or (grad == 0).all():
+    tiny = 1e-9 * abs(slope)
+    if grad is None or grad.abs().max() <= tiny:
         fail(
             f"{where}: the gradient to the margins is zero (the literal bracket [m > 0]).",
             "the bracket has derivative 0 everywhere: the exercise asks for the "
@@ -321,6 +636,14 @@ def _check_msure_gradient(where, grad, slope):
             "the surrogate's derivative in the margin is exactly 1 (pen-ste): no scale, and "
             "the decisions are averaged, not summed.",
         )
+    right = torch.isclose(grad, torch.full_like(grad, slope), rtol=1e-5, atol=1e-12)
+    zero = grad.abs() <= tiny
+    if (right | zero).all():
+        fail(
+            f"{where}: the gradient is right in {int(right.sum())} margins and 0 in the other "
+            f"{int(zero.sum())} (a one-sided or clipped estimator).",
+            "the derivative must be 1 on every margin, negative or large ones too (pen-ste).",
+        )
     fail(
         f"{where}: the gradient differs from margin to margin.",
         "a soft surrogate's slope (a sigmoid's, say) in the backward pass: (pen-ste) passes the "
@@ -333,6 +656,7 @@ def _check_msure_gradient(where, grad, slope):
 
 def _ns_variants(h, h0, lam):
     """The wrong penalties the checker recognises, with what went wrong and a hint."""
+    B, T, H = h.shape
     states = torch.cat([h0[:, None], h], dim=1)  # (B, T + 1, H)
 
     def stab(norms, dim=1):
@@ -341,8 +665,12 @@ def _ns_variants(h, h0, lam):
         )
         return step.pow(2)
 
-    d2 = stab(states.norm(dim=-1))  # (B, T), the right squared differences
+    norms = states.norm(dim=-1)  # (B, T + 1)
+    d2 = stab(norms)  # (B, T), the right squared differences
     moves = (states[:, 1:] - states[:, :-1]).norm(dim=-1)
+    per_unit = "a state's norm runs over its H units, one norm per sequence and step."
+    not_a_norm = "(pen-ns) compares the Euclidean norms ||h_t|| of the states."
+    zero_h0 = torch.cat([torch.zeros(B, 1, dtype=h.dtype), h.norm(dim=-1)], dim=1)
     return [
         (lam * moves.pow(2).mean(), "the norm of the difference ||h_t - h_{t-1}||",
          "(pen-ns) compares the lengths of the two states, not the states themselves."),
@@ -350,16 +678,47 @@ def _ns_variants(h, h0, lam):
          "(pen-ns) compares the lengths of the two states, not the states themselves."),
         (lam * stab(h.norm(dim=-1)).mean(), "h0 is left out (only T - 1 differences)",
          "the first step's norm is compared with the state carried in, h0."),
+        (lam * stab(h.norm(dim=-1)).sum() / (B * T), "h0 is left out (only T - 1 differences)",
+         "the first step's norm is compared with the state carried in, h0."),
+        (lam * stab(torch.cat([h, h0[:, None]], dim=1).norm(dim=-1)).mean(),
+         "h0 is put at the end", "h0 is the state carried in from before the window: it comes "
+         "before h_1."),
+        (lam * stab(zero_h0).mean(), "a zero state is used instead of h0",
+         "the first step's norm is compared with the state carried in, h0, as given."),
+        (lam * (h.norm(dim=-1) - h0.norm(dim=-1, keepdim=True)).pow(2).mean(),
+         "every step is compared with h0", "(pen-ns) compares each state with the one just "
+         "before it."),
         (lam * stab(states.pow(2).sum(-1)).mean(), "it uses squared norms",
          "a norm is the square root of the sum of squares."),
+        (lam * stab(states.mean(-1)).mean(), "it uses the mean over the units, not the norm",
+         not_a_norm),
+        (lam * stab(states.pow(2).mean(-1).sqrt()).mean(), "it uses the RMS over the units "
+         "(the norm / sqrt(H)), not the norm", not_a_norm),
+        (lam * stab(states.abs().sum(-1)).mean(), "it uses the L1 norm", not_a_norm),
+        (lam * (norms[:, 1:] - norms[:, :-1]).abs().mean(),
+         "the absolute difference replaces the square",
+         "(pen-ns) squares the change of the norm from step to step."),
+        (lam * d2.mean().sqrt(), "the square root of the mean is taken",
+         "(pen-ns) is the mean of the squared changes itself."),
+        (lam * (norms[:, 1:] - norms[:, :-1]).mean().pow(2), "the mean change is squared",
+         "(pen-ns) averages the squared changes, not the changes."),
+        (lam * norms.var(dim=1).mean(), "it is the variance of the norms over time",
+         "(pen-ns) compares each step's norm with the step before it, not with the mean."),
         (lam * d2.sum(1).mean(), "it sums over the steps", "(pen-ns) averages over the T steps."),
+        (lam * d2.sum() / (B * (T + 1)), "it divides by T + 1 states, not by the T differences",
+         "(pen-ns) averages over the T differences."),
         (lam * d2.mean(1).sum(), "it sums over the batch", "(pen-ns) averages over the batch."),
         (lam * d2.sum(), "it sums over the steps and the batch",
          "(pen-ns) averages over both."),
-        (lam * stab(states.norm(dim=1)).mean(), "the norm is taken over time",
-         "a state's norm runs over its H units, one norm per sequence and step."),
+        (lam * stab(norms, dim=0).mean(), "the differences are taken over the batch",
+         "(pen-ns) compares each sequence's states at neighbouring steps."),
+        (lam * stab(states.norm(dim=1)).mean(), "the norm is taken over time", per_unit),
         (lam * stab(states.norm(dim=0), dim=0).mean(), "the norm is taken over the batch",
-         "a state's norm runs over its H units, one norm per sequence and step."),
+         per_unit),
+        (lam * stab(states.norm(dim=(0, 2)), dim=0).mean(),
+         "one norm per step over the batch and the units", per_unit),
+        (lam * stab(states, dim=2).sum(-1).sqrt().pow(2).mean(),
+         "the differences are taken over the units (torch.diff's default dimension)", per_unit),
         (d2.mean(), "the weight lam is missing", "(pen-ns) is scaled by lam."),
     ]  # fmt: skip
 
@@ -375,10 +734,10 @@ def norm_stabiliser(fn) -> str:
         scale = 0.5 + torch.rand(B, T, 1, generator=gen, dtype=F64)  # norms change per step
         h = scale * torch.randn(B, T, H, generator=gen, dtype=F64)
         h0 = torch.randn(B, H, generator=gen, dtype=F64)
-        want = _pen.norm_stabiliser(h, h0, lam)
+        want = _ns(h, h0, lam)
         where = f"{name}(h of shape ({B}, {T}, {H}), h0 of shape ({B}, {H}), lam={lam})"
         given = [h.clone().requires_grad_(), h0.clone()]
-        got = _scalar(call(fn, *given, lam, name=name), where)
+        got = _scalar(_call(fn, *given, lam, name=name), where)
         if not (torch.equal(given[0].detach(), h) and torch.equal(given[1], h0)):
             fail(f"{where} changed an argument in place.", "compute the norms in new tensors.")
         value = got.detach().to(F64)
@@ -388,8 +747,8 @@ def norm_stabiliser(fn) -> str:
                     fail(f"{where} = {float(value):.6g}: {what}.", hint)
             fail(
                 f"{where} = {float(value):.6g}, not {float(want):.6g}.",
-                "compute the norms (B, T + 1) of h0, h_1, ..., h_T first, then their "
-                "step-to-step differences, and check each on a small example by hand.",
+                "work (pen-ns) out by hand on a tiny case (one sequence, two steps, two units) "
+                "and compare each intermediate result of yours with it.",
             )
         if not got.requires_grad:
             fail(
@@ -398,8 +757,12 @@ def norm_stabiliser(fn) -> str:
                 "torch.no_grad() on the way.",
             )
         tracked = h.clone().requires_grad_()
-        (want_grad,) = torch.autograd.grad(_pen.norm_stabiliser(tracked, h0, lam), tracked)
-        (grad,) = torch.autograd.grad(got, given[0], allow_unused=True)
+        (want_grad,) = torch.autograd.grad(_ns(tracked, h0, lam), tracked)
+        (grad,) = _grad(
+            got, given[0], where,
+            "every operation on the way from h to the penalty must have a derivative: the "
+            "norms, differences and squares of (pen-ns) all do.",
+        )  # fmt: skip
         if grad is None or not torch.allclose(grad.to(F64), want_grad, rtol=1e-4, atol=1e-6):
             fail(
                 f"{where}: the gradient that reaches h is not right.",

@@ -115,7 +115,8 @@ class GateZoneoutLSTMCell(LSTMCell, UpdateTally):
     ``ĥ = o ⊙ tanh(ĉ)`` and D the decay of a kept value:
 
     * ``"ch"`` (Z_ch): ``c = b ĉ + (1 − b) D(c_{t−1})`` and
-      ``h = b (o ⊙ tanh c) + (1 − b) D(h_{t−1})``, one shared mask;
+      ``h = b ĥ + (1 − b) D(h_{t−1})``, one shared mask (where b = 1, c = ĉ, so
+      ``o ⊙ tanh c = ĥ``; written with ĥ, the expectation mode is exact for h too);
     * ``"f"`` (Z_f): ``f' = b f + (1 − b) D(1)``, ``c = f' ⊙ c_{t−1} + i ⊙ g``;
     * ``"i"`` (Z_i): ``c = (b + (1 − b) D(1)) f ⊙ c_{t−1} + (b i) ⊙ g``;
     * ``"c"`` (Z_c): ``c = b ĉ + (1 − b) D(c_{t−1})``;
@@ -166,11 +167,12 @@ class GateZoneoutLSTMCell(LSTMCell, UpdateTally):
         i, f, g, o = plain.input_gate, plain.forget_gate, plain.candidate, plain.output_gate
         b = self.decisions(plain.c)
         keep = 1 - b
-        if self.variant in ("ch", "c"):
+        if self.variant == "ch":  # one mask for both; where b = 1, c = ĉ and so h = ĥ
+            c = b * plain.c + keep * self.kept(c_prev) * c_prev
+            h = b * plain.h + keep * self.kept(h_prev) * h_prev
+        elif self.variant == "c":
             c = b * plain.c + keep * self.kept(c_prev) * c_prev
             h = o * torch.tanh(c)
-            if self.variant == "ch":  # the same mask for h
-                h = b * h + keep * self.kept(h_prev) * h_prev
         elif self.variant == "f":
             forced = b * f + keep * self.kept(f)
             c = forced * c_prev + i * g
