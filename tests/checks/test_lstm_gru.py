@@ -397,7 +397,11 @@ GRU_STEP_WRONG = {
     "transposed": (gru_step_transposed, r"h_t should have shape \(5, 4\), got \(4, 5\)", "x @ W.T"),
     "squeezed": (gru_step_squeezed, r"h_t should have shape \(1, 4\), got \(4,\)", "batch"),
     "numpy": (gru_step_returns_numpy, "h_t should be a torch.Tensor, got ndarray", "a tensor"),
-    "crash": (gru_step_untransposed, "gru_step raised RuntimeError", "run it on the example"),
+    "crash": (
+        gru_step_untransposed,
+        "gru_step raised RuntimeError",
+        "call it yourself on a small input",
+    ),
     "not-implemented": (not_implemented, "gru_step is not implemented yet", "NotImplementedError"),
 }
 
@@ -442,7 +446,7 @@ PEEPHOLE_WRONG = {
         "forget and input gates",
     ),
     "shape": (peephole_flattened, r"h_t should have shape \(5, 4\), got \(20,\)", "batch"),
-    "crash": (peephole_crashes, "peephole_lstm_step raised RuntimeError", "run it"),
+    "crash": (peephole_crashes, "peephole_lstm_step raised RuntimeError", "read the traceback"),
     "not-implemented": (not_implemented, "peephole_lstm_step is not implemented yet", "raise"),
     "no-grad": (peephole_under_no_grad, "computed outside autograd", "torch.no_grad"),
     "copied-peepholes": (peephole_copied_weights, "no gradient reaches", "peephole parameters"),
@@ -566,7 +570,7 @@ CHO_TO_SEED_WRONG = {
     "b_hz-not-negated": (cho_forgets_bias_hh, "differ by up to .* over a 5-step", SIGMA_HINT),
     "biases-not-negated": (cho_negates_only_weights, "the two cells differ", SIGMA_HINT),
     "r-negated": (cho_negates_the_reset_gate, "the two cells differ", SIGMA_HINT),
-    "crash": (cho_swaps_sizes, "cho_to_seed raised RuntimeError", "run it"),
+    "crash": (cho_swaps_sizes, "cho_to_seed raised RuntimeError", "read the traceback"),
     "not-implemented": (not_implemented, "cho_to_seed is not implemented yet", "raise"),
 }
 

@@ -43,7 +43,11 @@ def call(fn, *args, name: str):
     except NotImplementedError:
         fail(f"{name} is not implemented yet.", "replace the `raise NotImplementedError` line.")
     except Exception as error:  # the student's code crashed
-        fail(f"{name} raised {type(error).__name__}: {error}", "run it on the example above.")
+        fail(
+            f"{name} raised {type(error).__name__}: {error}",
+            "call it yourself on a small input of the shapes the exercise states (torch.randn) "
+            "and read the traceback: it names the line.",
+        )
 
 
 def expect_tensor(value, shape: tuple, what: str) -> torch.Tensor:
