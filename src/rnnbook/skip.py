@@ -28,10 +28,11 @@ On a skipped step the Jacobian ``∂h_t/∂h_{t−1}`` of the skipped units is t
 gradients cross a run of skips unchanged. The **update rate** (:func:`update_rate`) is the
 share of the possible updates that happened,
 
-    u = Σ_{n,t,j} [b_{n,t}^(j) = 1] / (N · L · |h|)                             (skip-rate)
+    u = Σ_{n,t,j} [b_{n,t}^(j) = 1] / (N · L · H)                               (skip-rate)
 
-over sequences n, steps t and units j; a plain RNN has u = 1, and 1 − u is the skip rate.
-Every chapter reports it with :func:`update_rate`, so their tables compare. For a clock with
+over N sequences n, L steps t and the H units j of the state; a plain RNN has u = 1, and
+1 − u is the skip rate. Every chapter reports it with :func:`update_rate`, so their tables
+compare. For a clock with
 M equal modules it follows from the periods alone: over a long sequence
 
     u_∞ = (1/M) Σ_m 1/T_m                                                        (skip-u-inf)
