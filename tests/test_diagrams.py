@@ -1,4 +1,4 @@
-"""rnnbook.diagrams: the SVG architecture diagrams of Chapters 1-4.
+"""rnnbook.diagrams: the SVG architecture diagrams of Chapters 1-4 and 8.
 
 Each diagram must be well-formed SVG with a title and a description, name what the
 chapter's equations name, use only the theme's colours (never pure black or white, on a
@@ -105,6 +105,30 @@ KEY_LABELS = {
         "u1",
         "u6",
         "computed by FFT",
+    ],
+    "han_reader": [
+        "x1,1",
+        "x1,W",
+        "xS,1",
+        "xS,W",
+        "biGRUw",
+        "biGRUs",
+        "biGRUq",
+        "Dwordi,j",
+        "αwordi,j",
+        "Dblend1",
+        "DblendS",
+        "Dsent1",
+        "DsentS",
+        "αsenti",
+        "q",
+        "xxxxx",
+        "q⊤Dwordi,j",
+        "q⊤Dsenti",
+        "αdoci,j = αsenti αwordi,j",
+        "P(ck) = Σ αdoci,j",
+        "P(ck)",
+        "no parameters",
     ],
 }
 
@@ -283,3 +307,20 @@ def test_lmu_toeplitz_other_sizes(n):
     root = ET.fromstring(diagrams.lmu_toeplitz(n).svg)
     texts = _texts(root)
     assert f"m{n}" in texts and f"H:,{n}" in texts and f"Ā{n - 1}B̄" in texts
+
+
+def test_han_reader_draws_the_pointer_path_in_the_accent_colour():
+    """The attention and pointer path is the accent colour; the biGRUs are not."""
+    root = ET.fromstring(diagrams.han_reader().svg)
+    colour = {"".join(t.itertext()): t.get("fill") for t in root.iter(f"{SVG}text")}
+    for label in ("pointer", "αsenti", "αwordi,j", "q⊤Dwordi,j", "q⊤Dsenti", "no parameters"):
+        assert colour[label] == diagrams.ACCENT, label
+    for label in ("biGRUw", "biGRUs", "biGRUq", "Dsenti", "Dwordi,j"):
+        assert colour[label] == INK, label
+    # One word biGRU box per drawn sentence (sentence 1 and sentence S), one for the query.
+    texts = _texts(root)
+    assert texts.count("biGRUw") == 2 and texts.count("biGRUq") == 1
+    assert texts.count("biGRUs") == 1
+    desc = diagrams.han_reader().desc
+    for phrase in ("no parameters", "α^doc_(i,j) = α^sent_i α^word_(i,j)", "xxxxx", "biGRU_w"):
+        assert phrase in desc, phrase

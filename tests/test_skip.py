@@ -169,3 +169,65 @@ def test_bad_arguments_are_refused_with_a_clear_message(call, message):
 
 def test_lcm_of_periods():
     assert skip.lcm((1, 2, 3, 4, 5)) == 60 == math.lcm(1, 2, 3, 4, 5)
+
+
+@pytest.mark.parametrize(
+    "u, u_min, expected",
+    [(0.44, 0.05, 0.39), (0.03, 0.05, -0.02), (100.0, 0.05, 100.0), (0.05, 0.05, 0.0)],
+)
+def test_effective_update_rate_matches_the_source(u, u_min, expected):
+    assert abs(skip.effective_update_rate(u, u_min) - expected) < 0.005
+
+
+def test_effective_update_rate_limits():
+    assert skip.effective_update_rate(2.5, 2.5) == 0.0  # at the bound
+    assert skip.effective_update_rate(37.0, 0.0) == 37.0  # no bound: u itself
+    lowest = skip.effective_update_rate(0.0, 5.0)
+    assert math.isclose(lowest, -100 * 5.0 / (100 - 5.0))  # the bottom of Eq. 9.13's range
+
+
+def test_lower_bounds_of_the_source_in_the_padded_convention():
+    bounds = skip.update_rate_lower_bounds(20, 100)
+    assert bounds == {"s": 1 / 20, "q": 1 / 100, "w": 1 / 2000}  # 5 %, 1 %, 0.05 %
+    halved = skip.update_rate_lower_bounds(20, 100, one_direction=True)
+    assert halved == {key: value / 2 for key, value in bounds.items()}  # 2.5 %, 0.5 %, 0.025 %
+    assert skip.update_rate_lower_bounds(10, 12, L_q=6)["q"] == 1 / 6
+
+
+def test_lower_bounds_in_the_real_token_convention():
+    doc = torch.zeros(2, 3, 4, dtype=torch.long)
+    doc[0, 0, :3] = 5  # document 0: 3 + 2 real tokens in 2 sentences
+    doc[0, 2, :2] = 6
+    doc[1, 1, :4] = 7  # document 1: 4 real tokens in 1 sentence
+    query = torch.tensor([[1, 2, 0, 0], [3, 0, 0, 0]])
+    bounds = skip.real_token_update_rate_lower_bounds(doc, query)
+    assert bounds == {"s": 2 / 3, "q": 2 / 3, "w": 2 / 9}
+    halved = skip.real_token_update_rate_lower_bounds(doc, query, one_direction=True)
+    assert halved == {"s": 1 / 3, "q": 1 / 3, "w": 1 / 9}
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: skip.effective_update_rate(0.5, 100.0), "u_min must be a percentage"),
+        (lambda: skip.effective_update_rate(101.0, 0.05), "u must be a percentage"),
+        (lambda: skip.effective_update_rate(float("nan"), 0.05), "u must be a number"),
+        (lambda: skip.update_rate_lower_bounds(0, 100), "S must be a positive integer"),
+        (lambda: skip.update_rate_lower_bounds(20, 100, L_q=0), "L_q must be"),
+        (
+            lambda: skip.real_token_update_rate_lower_bounds(
+                torch.zeros(2, 3, 4, dtype=torch.long), torch.ones(2, 4, dtype=torch.long)
+            ),
+            "every entry is PAD",
+        ),
+        (
+            lambda: skip.real_token_update_rate_lower_bounds(
+                torch.ones(2, 3, 4, dtype=torch.long), torch.ones(3, 4, dtype=torch.long)
+            ),
+            "same N",
+        ),
+    ],
+)
+def test_bad_bound_arguments_are_refused(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

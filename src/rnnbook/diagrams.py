@@ -797,10 +797,150 @@ def lmu_toeplitz(n: int = 6) -> Diagram:
     return c.finish(title, desc)
 
 
+# --- Chapter 8 ---------------------------------------------------------------------------
+
+
+def han_reader() -> Diagram:
+    """HAN-ptr: the hierarchical attention reader with its pointer read-out.
+
+    Bottom to top: the words ``x_{i,j}`` of each sentence, read by one word biGRU (the same
+    weights for every sentence) into ``D^{word}_{i,j}``; word attention with the query
+    vector ``q`` ({eq}`han-word-attention`) and the blend ``D^{blend}_i`` ({eq}`han-blend`);
+    the sentence biGRU and sentence attention ({eq}`han-sentence`); and the pointer
+    ``α^{doc}_{i,j} = α^{sent}_i α^{word}_{i,j}``, summed over each candidate's positions
+    into ``P(c_k)`` ({eq}`han-pointer`), which has no parameters. Right: the query biGRU
+    whose final states make ``q``. The attention and pointer path is in the accent colour.
+    """
+    c = _Canvas("han-reader", 820, 670)
+    y_ptr, y_sent, y_s, y_blend = 60, 212, 268, 324
+    y_word, y_w, y_x = 432, 490, 552
+    y_caption = y_x + 34
+    rnn = BLUE
+    pitch, word_w, word_h = 46, 40, 30
+    bar_word, bar_sent = 40, 44  # the height of an attention weight of 1
+    x_doc, x_mid, x_right = 138, 335, 560  # the document's columns
+    # Row labels on the left, in the chapter's symbols.
+    rows = [
+        (y_ptr, "pointer", ACCENT),
+        (y_sent - 36, "α^{sent}_i", ACCENT),
+        (y_sent, "D^{sent}_i", INK),
+        (y_blend, "D^{blend}_i", INK),
+        (y_word - 30, "α^{word}_{i,j}", ACCENT),
+        (y_word, "D^{word}_{i,j}", INK),
+        (y_x, "x_{i,j}", INK),
+    ]
+    for y, label, colour in rows:
+        c.text(104, y, label, colour=colour, anchor="end")
+    # The document: sentence 1, the sentences between, sentence S; made-up weights.
+    sentences = [(205, "1", [0.12, 0.22, 0.46], 0.14), (465, "S", [0.78, 0.08, 0.1], 0.74)]
+    y_fan = y_word - 14 - bar_word - 4  # the blend's arrows start above the bars
+    for cx, i, weights, weight_sent in sentences:
+        slots = [cx + (k - 1.5) * pitch for k in range(4)]  # words 1, 2, …, W
+        for x, j, weight in zip([slots[0], slots[1], slots[3]], "12W", weights):
+            c.box(x, y_x, word_w, word_h, f"x_{{{i},{j}}}", size=SMALL, tint=0.0)
+            c.arrow([(x, y_x - word_h / 2), (x, y_w + 16)])
+            c.arrow([(x, y_w - 16), (x, y_word + 12)])
+            c.rect(x - 15, y_word - 12, 30, 24, colour=INK, radius=3)
+            # α^{word}_{i,j}: a bar on each word's vector.  (han-word-attention)
+            h = max(2.0, bar_word * weight)
+            c.rect(x - 9, y_word - 14 - h, 18, h, colour="none", fill=ACCENT, radius=1)
+            # The blend: the vectors' sum, weighted by the bars.  (han-blend)
+            c.arrow([(x, y_fan), (cx, y_blend + 15)], width=1.2)
+        for y in (y_x, y_word):
+            c.text(slots[2], y, "⋯")
+        c.box(cx, y_w, 4 * pitch - 6, 32, "biGRU_w", colour=rnn)
+        c.text(cx, y_caption, f"sentence {i}", size=SMALL, italic=True)
+        c.box(cx, y_blend, 96, 30, f"D^{{blend}}_{{{i}}}", size=SMALL, tint=0.0)
+        c.arrow([(cx, y_blend - 15), (cx, y_s + 17)])
+        c.arrow([(cx, y_s - 17), (cx, y_sent + 15)])
+        c.box(cx, y_sent, 96, 30, f"D^{{sent}}_{{{i}}}", size=SMALL, tint=0.0)
+        # α^{sent}_i: one bar per sentence, and on to the pointer.  (han-sentence)
+        h = bar_sent * weight_sent
+        c.rect(cx - 14, y_sent - 17 - h, 28, h, colour="none", fill=ACCENT, radius=1)
+        c.arrow([(cx, y_sent - 21 - bar_sent), (cx, y_ptr + 43)], colour=ACCENT, width=3)
+    for y in (y_x, y_w, y_word, y_blend, y_sent):
+        c.text(x_mid, y, "⋯")
+    c.box(x_mid, y_s, 2 * (x_mid - x_doc + 6), 34, "biGRU_s", colour=rnn)
+    # α^{word}_{i,j} reaches the pointer along the left.
+    x_wire = 116
+    y_wire = y_word - 24
+    c.line(
+        [(205 - 1.5 * pitch - 13, y_wire), (x_wire, y_wire), (x_wire, y_ptr)],
+        colour=ACCENT,
+        width=3,
+    )
+    c.arrow([(x_wire, y_ptr), (x_doc, y_ptr)], colour=ACCENT, width=3)
+    # The pointer: no parameters, a lookup of token identities.  (han-pointer)
+    x_box = (x_doc + x_right) / 2
+    c.box(x_box, y_ptr, x_right - x_doc, 84, "", colour=ACCENT, tint=0.1)
+    c.text(x_box, y_ptr - 24, "α^{doc}_{i,j} = α^{sent}_i α^{word}_{i,j}")
+    c.text(x_box, y_ptr + 1, "P(c_k) = Σ α^{doc}_{i,j}")
+    c.text(x_box, y_ptr + 25, "over the positions (i, j) where D_{i,j} = c_k", size=SMALL)
+    c.arrow([(x_right, y_ptr), (700, y_ptr)], colour=ACCENT, width=3)
+    c.text(708, y_ptr, "P(c_k)", anchor="start")
+    c.text(630, y_ptr + 22, "no parameters", colour=ACCENT, size=SMALL, italic=True)
+    # The query, on the right: its biGRU's final states make q.
+    x_q = 700
+    for x, word in ((640, "xxxxx"), (700, "rel3"), (760, "obj5")):
+        c.box(x, y_x, 56, word_h, word, size=SMALL, tint=0.0)
+        c.arrow([(x, y_x - word_h / 2), (x, y_w + 16)])
+    c.text(x_q, y_caption, "query", size=SMALL, italic=True)
+    c.box(x_q, y_w, 176, 32, "biGRU_q", colour=rnn)
+    c.arrow([(x_q, y_w - 16), (x_q, y_word + 14)])
+    c.box(x_q, y_word, 44, 28, "q", tint=0.0)
+    c.text(x_q + 30, y_word, "final states", size=SMALL, anchor="start")
+    # q scores the words and the sentences: q^⊤ D.
+    x_last = 465 + 1.5 * pitch + 9  # the right edge of sentence S's last bar
+    c.arrow([(x_q - 22, y_word), (618, y_word), (618, y_wire), (x_last + 4, y_wire)], colour=ACCENT)
+    c.text(588, y_wire - 16, "q^⊤D^{word}_{i,j}", colour=ACCENT, size=SMALL)
+    y_score = y_sent - 17 - bar_sent / 2
+    c.arrow([(x_q, y_word - 14), (x_q, y_score), (465 + 18, y_score)], colour=ACCENT)
+    c.text(590, y_score - 16, "q^⊤D^{sent}_i", colour=ACCENT, size=SMALL)
+    c.text(
+        x_mid,
+        y_caption + 26,
+        "one word biGRU_w: the same weights read every sentence",
+        size=SMALL,
+        italic=True,
+    )
+    # The legend.
+    y_key = 646
+    c.box(150, y_key, 40, 22, "", colour=rnn)
+    c.text(178, y_key, "bidirectional GRU", size=SMALL, anchor="start")
+    c.rect(370, y_key + 10 - 22, 12, 22, colour="none", fill=ACCENT, radius=1)
+    c.text(390, y_key, "attention weight", size=SMALL, anchor="start")
+    c.line([(540, y_key), (576, y_key)], colour=ACCENT, width=3)
+    c.text(586, y_key, "attention and pointer", size=SMALL, anchor="start")
+    title = "HAN-ptr: the hierarchical attention reader with a pointer read-out"
+    desc = (
+        "A layered diagram read from bottom to top. At the bottom left is the document, "
+        "sentences 1 to S, of which sentence 1 and sentence S are drawn and the ones "
+        "between are dots; each sentence is a row of word boxes x_(i,1), x_(i,2), …, "
+        "x_(i,W). Above each sentence, a word biGRU, biGRU_w, with the same weights for "
+        "every sentence, turns the words into vectors D^word_(i,j). On each vector sits a "
+        "bar in an accent colour, its word attention α^word_(i,j), a softmax over the "
+        "sentence of the scores q^T D^word_(i,j); arrows from the vectors converge on "
+        "the blend D^blend_i, their sum weighted by the bars. A sentence biGRU, biGRU_s, "
+        "reads the blends of all sentences and gives D^sent_i, on which sits the sentence "
+        "attention α^sent_i, a softmax over sentences of q^T D^sent_i. At the bottom right "
+        "is the query, xxxxx rel3 obj5, whose blank xxxxx stands for the answer; a query "
+        "biGRU, biGRU_q, reads it and its final states make the query vector q, from which "
+        "accent-coloured arrows go to the word attention and to the sentence attention. "
+        "At the top, thick accent-coloured arrows bring both attentions into the pointer: "
+        "α^doc_(i,j) = α^sent_i α^word_(i,j) is one attention over every token of the "
+        "document, and P(c_k), the sum of α^doc_(i,j) over the positions where the "
+        "candidate c_k occurs, leaves on the right. The pointer has no parameters. In the "
+        "example bars, sentence S gets most of the sentence attention and its first word "
+        "most of its word attention."
+    )
+    return c.finish(title, desc)
+
+
 ALL = {
     "unrolled_rnn": unrolled_rnn,
     "lstm_cell": lstm_cell,
     "gru_cell": gru_cell,
     "ntm_heads": ntm_heads,
     "lmu_toeplitz": lmu_toeplitz,
+    "han_reader": han_reader,
 }

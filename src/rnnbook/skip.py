@@ -308,3 +308,90 @@ def kept_factor(like: torch.Tensor, decay: str, alpha: float, p_decay: float):
         return 1.0 - alpha
     hit = torch.rand(like.shape, dtype=like.dtype, device=like.device) < p_decay
     return torch.where(hit, 1.0 - alpha, 1.0).to(like.dtype)
+
+
+# --- how low an update rate may go (Chapter 8) -----------------------------------------------
+
+
+def effective_update_rate(u: float, u_min: float) -> float:
+    """(han-u-effective): the update rate rescaled so that 0 means "at the bound",
+
+        ũ = 100 (u_min − u) / (u_min − 100)
+
+    with ``u`` and ``u_min`` **in percent** (0-100), as the source's tables give them. ``ũ``
+    is 100 at u = 100, 0 at u = u_min, negative below the bound, and tends to ``u`` as
+    ``u_min → 0``. Rates on the [0, 1] scale, such as :func:`update_rate` returns, are
+    multiplied by 100 first.
+    """
+    for name, value in (("u", u), ("u_min", u_min)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise ValueError(f"{name} must be a number (a percentage), got {value!r}")
+    if not 0 <= u <= 100:
+        raise ValueError(f"u must be a percentage in [0, 100], got {u}")
+    if not 0 <= u_min < 100:
+        raise ValueError(f"u_min must be a percentage in [0, 100), got {u_min}")
+    return 100 * (u_min - u) / (u_min - 100)
+
+
+def update_rate_lower_bounds(
+    S: int, W: int, L_q: int | None = None, *, one_direction: bool = False
+) -> dict[str, float]:
+    """(han-u-min): the update rates of one update per sequence read, in the source's
+    **padded** convention, on the [0, 1] scale.
+
+    An encoder that is to keep what the answer needs must update at least once per sequence
+    it reads: the sentence encoder once per document of S sentences, the query encoder once
+    per query of ``L_q`` positions (the source takes ``L_q = W``), the word encoder once per
+    document of S · W positions:
+
+        u_min^s = 1/S,   u_min^q = 1/L_q,   u_min^w = 1/(S W)
+
+    Args:
+        S: sentences per document. W: the padded sentence length. L_q: the padded query
+            length (default ``W``).
+        one_direction: halve the bounds, for a bidirectional layer whose reported rate is
+            the mean of its two directions and one of them may stay silent.
+
+    Returns ``{"s": ..., "q": ..., "w": ...}``. With S = 20, W = 100 they are 5 %, 1 % and
+    0.05 %. The book counts rates over real tokens: see
+    :func:`real_token_update_rate_lower_bounds`.
+    """
+    check_positive_int(S, "S")
+    check_positive_int(W, "W")
+    L_q = W if L_q is None else check_positive_int(L_q, "L_q")
+    share = 0.5 if one_direction else 1.0
+    return {"s": share / S, "q": share / L_q, "w": share / (S * W)}
+
+
+def real_token_update_rate_lower_bounds(
+    doc: torch.Tensor, query: torch.Tensor, *, one_direction: bool = False
+) -> dict[str, float]:
+    """(han-u-min) in the **real-token** convention: one update per sequence, as a share of
+    the real tokens (sentences) that the book's update rates count, on the [0, 1] scale.
+
+    Over N documents with ``n_w`` real document tokens, ``n_s`` non-empty sentences and
+    ``n_q`` real query tokens in all, one update per document or query is
+
+        u_min^s = N / n_s,   u_min^q = N / n_q,   u_min^w = N / n_w
+
+    Args:
+        doc: token ids (N, S, W), 0 = PAD. query: token ids (N, L_q), 0 = PAD.
+        one_direction: halve the bounds (see :func:`update_rate_lower_bounds`).
+
+    Returns ``{"s": ..., "q": ..., "w": ...}``.
+    """
+    check_tensor(doc, "doc", ndim=3)
+    check_tensor(query, "query", ndim=2)
+    if doc.shape[0] != query.shape[0] or doc.shape[0] == 0:
+        raise ValueError(
+            f"doc (N, S, W) and query (N, L_q) must hold the same N >= 1 samples, got shapes "
+            f"{tuple(doc.shape)} and {tuple(query.shape)}"
+        )
+    N = doc.shape[0]
+    real = doc != 0
+    counts = {"s": int(real.any(-1).sum()), "q": int((query != 0).sum()), "w": int(real.sum())}
+    for key, count in counts.items():
+        if count == 0:
+            raise ValueError(f"no real token for the {key!r} bound: every entry is PAD")
+    share = 0.5 if one_direction else 1.0
+    return {key: share * N / count for key, count in counts.items()}

@@ -61,5 +61,19 @@ def expect_tensor(value, shape: tuple, what: str) -> torch.Tensor:
     return value
 
 
+def expect_pair(value, names: str, shape: tuple, where: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A returned pair of tensors of one shape, such as ``(h, c)``: ``names`` is their two
+    letters in the order the exercise asks for (``"hc"`` or ``"ch"``)."""
+    if isinstance(value, list):
+        value = tuple(value)
+    if not isinstance(value, tuple) or len(value) != 2:
+        first, second = names
+        fail(
+            f"{where} returned {type(value).__name__}, not a pair of tensors.",
+            f"return the two new states as a tuple, in the order ({first}, {second}).",
+        )
+    return tuple(expect_tensor(t, shape, f"{where}: {n}") for t, n in zip(value, names))
+
+
 def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-8, rtol: float = 1e-6) -> bool:
     return bool(torch.allclose(a.to(b.dtype), b, atol=atol, rtol=rtol))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from rnnbook.checks.grading import call, expect_tensor, fail, own_random_state, passed
+from rnnbook.checks.grading import call, expect_pair, expect_tensor, fail, own_random_state, passed
 from rnnbook.models import sba as _sba
 from rnnbook.skip import expand_modules
 
@@ -306,14 +306,7 @@ def s_ic_cell(fn) -> str:
         given = [t.clone() for t in originals]
         out = call(fn, *given, name=name)
         where = f"{name} on a batch of {batch}, {H} units"
-        if isinstance(out, list):
-            out = tuple(out)
-        if not isinstance(out, tuple) or len(out) != 2:
-            fail(
-                f"{where} returned {type(out).__name__}, not a tuple of two tensors.",
-                "return the new cell and output as a tuple: return c, h.",
-            )
-        c, h = (expect_tensor(t, (batch, H), f"{where}: {n}") for t, n in zip(out, "ch"))
+        c, h = expect_pair(out, "ch", (batch, H), where)
         if not all(torch.equal(a, b) for a, b in zip(given, originals)):
             fail(f"{where} changed an argument in place.", "build c and h as new tensors.")
         c64, h64 = c.detach().to(F64), h.detach().to(F64)

@@ -17,7 +17,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from rnnbook import penalties as _pen
-from rnnbook.checks.grading import call, expect_tensor, fail, own_random_state, passed
+from rnnbook.checks.grading import call, expect_pair, expect_tensor, fail, own_random_state, passed
 from rnnbook.models.zoneout import ZoneoutLSTMCell as _ZoneoutLSTMCell
 
 F64 = torch.float64
@@ -161,17 +161,6 @@ def _zoneout_case(gen, B, H):
     return c_prev, h_prev, c_tilde, o, d_c, d_h
 
 
-def _pair(out, where: str, B: int, H: int):
-    if isinstance(out, list):
-        out = tuple(out)
-    if not isinstance(out, tuple) or len(out) != 2:
-        fail(
-            f"{where} returned {type(out).__name__}, not a pair of tensors.",
-            "return the new output and cell as a tuple, in the order (h, c).",
-        )
-    return tuple(expect_tensor(t, (B, H), f"{where}: {n}") for t, n in zip(out, "hc"))
-
-
 @own_random_state
 def zoneout_step(fn) -> str:
     """Exercise: ``fn(c_prev, h_prev, c_tilde, o, d_c, d_h) -> (h, c)``, one step of
@@ -185,7 +174,7 @@ def zoneout_step(fn) -> str:
         want_h, want_c = _zoneout(*originals)
         given = [t.clone() for t in originals]
         where = f"{name} on a batch of {B}, {H} units"
-        h, c = _pair(_call(fn, *given, name=name), where, B, H)
+        h, c = expect_pair(_call(fn, *given, name=name), "hc", (B, H), where)
         if not all(torch.equal(a, b) for a, b in zip(given, originals)):
             fail(f"{where} changed an argument in place.", "build h and c as new tensors.")
         h64, c64 = h.detach().to(F64), c.detach().to(F64)
@@ -213,7 +202,7 @@ def _check_zoneout_gradient(fn, name, where, gen, originals):
     c_prev, h_prev, c_tilde, o, d_c, d_h = originals
     B, H = c_prev.shape
     leaves = [t.clone().requires_grad_() for t in (c_prev, h_prev, c_tilde, o)]
-    h, c = _pair(_call(fn, *leaves, d_c.clone(), d_h.clone(), name=name), where, B, H)
+    h, c = expect_pair(_call(fn, *leaves, d_c.clone(), d_h.clone(), name=name), "hc", (B, H), where)
     for out, what in ((c, "c"), (h, "h")):
         if not out.requires_grad:
             fail(f"{where}: no gradient flows through {what} (it left the graph).", _KEEP_HINT)

@@ -1,9 +1,10 @@
 """Datasets: ``fetch`` from the registry, loaders for the real data, seeded synthetic tasks.
 
-``sequential`` turns images into pixel-by-pixel sequences (psMNIST, psDigits).
+``sequential`` turns images into pixel-by-pixel sequences (psMNIST, psDigits). ``cbt`` reads
+and builds cloze questions (the Children's Book Test); ``syncloze`` is its synthetic stand-in.
 """
 
-from rnnbook.data import catalog, synthetic
+from rnnbook.data import catalog, cbt, syncloze, synthetic
 from rnnbook.data.mnist import load_mnist
 from rnnbook.data.ptb import load_ptb
 from rnnbook.data.registry import (
@@ -26,6 +27,7 @@ __all__ = [
     "Dataset",
     "RemoteFile",
     "catalog",
+    "cbt",
     "fetch",
     "load_mnist",
     "load_psdigits",
@@ -33,5 +35,6 @@ __all__ = [
     "load_ptb",
     "psmnist_permutation",
     "register",
+    "syncloze",
     "synthetic",
 ]

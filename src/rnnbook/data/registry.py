@@ -5,7 +5,8 @@ loader reads; for a ``.gz`` download, the decompressed bytes, which do not depen
 gzip made the archive). ``fetch`` looks, in order, in
 
 1. the cache (``data/<dataset>/``, or ``RNNBOOK_DATA_DIR``), re-checking the hash;
-2. the offline mirror named by ``RNNBOOK_DATA_MIRROR`` (``<mirror>/<dataset>/<file>``);
+2. the offline mirror named by ``RNNBOOK_DATA_MIRROR`` (``<mirror>/<dataset>/<file>``, where
+   a dataset may name another folder: the CBT datasets share ``<mirror>/cbt/``);
 3. the canonical URL, downloaded with pooch, unless ``RNNBOOK_OFFLINE=1``.
 
 A file is written to a temporary name beside its target, verified, and only then renamed,
@@ -69,10 +70,13 @@ class RemoteFile:
 
 @dataclass(frozen=True)
 class Dataset:
+    """A named set of files; ``mirror_folder`` is its folder in the mirror (default: ``name``)."""
+
     name: str
     files: tuple[RemoteFile, ...]
     license: str
     citation: str
+    mirror_folder: str | None = None
 
 
 REGISTRY: dict[str, Dataset] = {}
@@ -116,13 +120,13 @@ def _ensure(dataset: Dataset, remote: RemoteFile, target: Path) -> None:
         target.unlink()  # a stale or damaged cache entry; fetch it again
     mirror = path_from_env(MIRROR_ENV_VAR)
     offline = os.environ.get(OFFLINE_ENV_VAR, "").strip().lower() not in ("", "0", "false", "no")
+    wanted = f"{dataset.mirror_folder or dataset.name}/{remote.mirror_file}"
     if mirror:
-        source = mirror / dataset.name / remote.mirror_file
+        source = mirror / wanted
         if source.is_file():
             _install(source, source.suffix == ".gz", remote, target, origin=str(source))
             return
     if offline:
-        wanted = f"{dataset.name}/{remote.mirror_file}"
         advice = (
             f"The mirror {MIRROR_ENV_VAR}={mirror} has no {wanted}."
             if mirror

@@ -2,6 +2,7 @@
 
 from rnnbook.models.clockwork import CWLSTM, CWRNN, ClockworkLM
 from rnnbook.models.gru import GRUCell
+from rnnbook.models.han import HAN, RAN, BiGRU, ClozeOutput, cloze_loss, masked_softmax, pointer_sum
 from rnnbook.models.language import LanguageModel
 from rnnbook.models.lmu import DelayNetwork, LMUCell, ParallelLMU
 from rnnbook.models.lstm import DCMCell, LSTMCell, StackedLSTM, record_gates, torch_lstm
@@ -14,15 +15,19 @@ from rnnbook.models.recurrent import (
     hidden_of,
     unroll,
 )
+from rnnbook.models.sba import SBAGRUCell
 from rnnbook.models.srn import SRN, SRNCell, math_parameters
 
 __all__ = [
+    "BiGRU",
     "CWLSTM",
     "CWRNN",
     "ClockworkLM",
+    "ClozeOutput",
     "DCMCell",
     "DelayNetwork",
     "GRUCell",
+    "HAN",
     "LMUCell",
     "LSTMCell",
     "LanguageModel",
@@ -31,16 +36,21 @@ __all__ = [
     "NTMCell",
     "NTMState",
     "ParallelLMU",
+    "RAN",
     "RPN",
     "Recurrent",
     "RecurrentModel",
+    "SBAGRUCell",
     "SCRN",
     "SRN",
     "SRNCell",
     "StackedLSTM",
+    "cloze_loss",
     "count_parameters",
     "hidden_of",
+    "masked_softmax",
     "math_parameters",
+    "pointer_sum",
     "record_gates",
     "torch_lstm",
     "unroll",

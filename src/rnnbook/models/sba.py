@@ -23,6 +23,16 @@ to v_{t−1} unchanged (or times the decay factor).
 into an SRN with sigmoid units). The cells count their updates for the update rate
 (skip-rate) and can record every decision for a raster; the chapter's word-level model is
 :class:`~rnnbook.models.language.LanguageModel` with an SBA cell as its core.
+
+Chapter 8 puts the same core into a GRU (:class:`SBAGRUCell`): the **SGRU** lets each
+module keep or take its part of the GRU's proposal ``ĥ_t`` (sba-select), and the
+**SENS-GRU** turns the M module decisions into votes for one decision of the whole layer,
+
+    p_t = (1/M) Σ_m [s_t^(m) > s_{t−1}^(m) + θ]                                 (sens-vote)
+    h_t = b_t ĥ_t + (1 − b_t) h_{t−1},  b_t = [p_t ≥ 0.5]                     (sens-select)
+
+trained through the identity straight-through estimator on both steps, so the surprisal
+gets a gradient.
 """
 
 from __future__ import annotations
@@ -33,13 +43,15 @@ import torch
 from torch import nn
 
 from rnnbook._validate import check_choice, check_positive_int, check_tensor
-from rnnbook.models.lstm import LSTMCell
+from rnnbook.models.gru import GRUCell
+from rnnbook.models.lstm import LSTMCell, check_step_inputs
 from rnnbook.models.srn import SRNCell
 from rnnbook.skip import DECAYS, UpdateTally, expand_modules, kept_factor
 
 POOLINGS = ("max", "mean")
 REFERENCES = ("candidate", "final", "last_update")
 EVAL_MODES = ("model", "plain")
+MODES = ("module", "ensemble")  # SBAGRUCell: SGRU, SENS-GRU
 # variant: (the vector it observes, what a kept module overrides)
 VARIANTS = {
     "h": ("h", "h"),  # S_h: h_t = h_{t-1}
@@ -114,9 +126,6 @@ class _SBA(nn.Module, UpdateTally):
         """Skipping is off: evaluation of an SBA+R model (eval mode, ``eval_mode="plain"``)."""
         return not self.training and self.eval_mode == "plain"
 
-    def _count(self, units: torch.Tensor) -> None:
-        self.count(units)
-
     def _decay_factor(self, like: torch.Tensor) -> torch.Tensor | float:
         """What a kept unit is multiplied by: 1, 1 − α, or 1 − α with probability p_d."""
         return kept_factor(like, self.decay, self.alpha, self.p_decay)
@@ -190,7 +199,7 @@ class SBALSTMCell(LSTMCell, _SBA):
         plain = LSTMCell.step_gates(self, x_proj, (h_prev, c_prev))  # the candidate step
         i, f, g, o = plain.input_gate, plain.forget_gate, plain.candidate, plain.output_gate
         if self.plain:
-            self._count(torch.ones_like(plain.h))
+            self.count(torch.ones_like(plain.h))
             return plain.h, plain.c, s_ref, s_ref_h
         observes, overrides = VARIANTS[self.variant]
         observed = {"h": plain.h, "c": plain.c, "f": f}[observes]
@@ -219,11 +228,11 @@ class SBALSTMCell(LSTMCell, _SBA):
             s_h, b_h, B_h = self._decide(h, s_ref_h)
             h = B_h * h + (1 - B_h) * self._decay_factor(h_prev) * h_prev
             s_ref_h = self._next_reference(s_h, b_h, s_ref_h, h)
-            self._count(torch.cat([B_units, B_h], dim=1))  # u = (u_c + u_h) / 2
+            self.count(torch.cat([B_units, B_h], dim=1))  # u = (u_c + u_h) / 2
             if self.trace is not None:
                 self.trace.append(torch.stack([b, b_h], dim=0).detach())
         else:
-            self._count(B_units)
+            self.count(B_units)
             if self.trace is not None:
                 self.trace.append(b.detach())
         return h, c, s_ref, s_ref_h
@@ -254,11 +263,121 @@ class SBARNNCell(SRNCell, _SBA):
         h_prev, s_ref = state
         candidate = torch.sigmoid(x_proj + h_prev @ self.weight_hh.T)
         if self.plain:
-            self._count(torch.ones_like(candidate))
+            self.count(torch.ones_like(candidate))
             return candidate, s_ref
         s, b, B_units = self._decide(candidate, s_ref)
         h = B_units * candidate + (1 - B_units) * self._decay_factor(h_prev) * h_prev
-        self._count(B_units)
+        self.count(B_units)
         if self.trace is not None:
             self.trace.append(b.detach())
         return h, self._next_reference(s, b, s_ref, h)
+
+
+class SBAGRUCell(GRUCell, _SBA):
+    """SGRU and SENS-GRU: a GRU step whose proposal goes through SBA (Chapter 8).
+
+    The GRU of (lstm-G1)-(lstm-G4) in Chapter 2 (:class:`~rnnbook.models.gru.GRUCell` with
+    ``variant="seed"``: reset before the product, ``ĥ_t = (1 − z_t) h_{t−1} + z_t h̃_t``)
+    proposes ``ĥ_t``; its M modules are pooled, (sba-pool), and turned into surprisal,
+    (sba-surprisal). Pooling acts on the gated proposal ``ĥ_t``, not on the tanh candidate
+    ``h̃_t``, as the dissertation's equations have it (one sentence of its prose says the
+    candidate). Then
+
+    - ``mode="module"`` (SGRU): each module keeps or takes its proposal, (sba-decision) and
+      (sba-select); the decision is detached, as in Chapter 6;
+    - ``mode="ensemble"`` (SENS-GRU): the module decisions are votes, ``p_t`` is their mean,
+      (sens-vote), and the whole state takes ``ĥ_t`` when ``p_t ≥ 0.5`` (a tie updates), else
+      keeps ``h_{t−1}``, (sens-select). Both discrete steps pass the gradient straight
+      through (identity), so the loss reaches ``ĥ_t`` through the surprisal as well.
+
+    Args:
+        d_x, d_h: input and hidden size H (the weights are those of a ``GRUCell``, drawn the
+            same way, so an SBA cell and a ``GRUCell(variant="seed")`` built after the same
+            seed start equal).
+        M: the number of modules, dividing H.
+        theta: the threshold θ of (sba-decision); −1e9 updates every module, +1e9 none.
+        mode: ``"module"`` (SGRU) or ``"ensemble"`` (SENS-GRU).
+        reference: the ``s_{t−1}`` of (sba-decision), as in :class:`SBALSTMCell`:
+            ``"candidate"`` (the book's default), ``"final"`` or ``"last_update"``.
+        pooling: ``"max"`` (Chapter 8) or ``"mean"``.
+
+    State: ``(h, s_ref)``, (B, H) and (B, M); ``h_0 = 0`` and ``s_0 = log M``, as in Chapter 6.
+    ``step(x_proj, state, valid)`` takes an optional mask ``valid`` (B,) of booleans: where it
+    is False (padding) the state and the reference are kept exactly and nothing is counted,
+    so ``update_rate()`` is the rate per real token, as Chapter 8 counts it: the share of modules
+    that updated (SGRU) or of tokens on which the layer updated (SENS). With ``trace`` a list,
+    every step appends its module decisions (SGRU) or votes (SENS), (B, M), 0 on padding.
+
+    Notes:
+        The SENS reference ``s_{t−1}`` is detached, as in the margins of Chapter 7's
+        penalties: the straight-through gradient reaches the surprisal of the current
+        proposal only. Setting ``straight_through = False`` detaches the estimator's terms
+        too, which leaves the gradient of a constant mask (for comparison).
+    """
+
+    def __init__(self, d_x, d_h, M, theta, mode="module", reference="candidate", pooling="max"):
+        GRUCell.__init__(self, d_x, d_h, variant="seed")
+        check_choice(mode, "mode", MODES)
+        self.mode = mode
+        self.straight_through = True
+        self._setup(d_h, M, pooling, theta, "none", 0.0, 0.0, reference, "model")
+
+    def initial_state(self, B: int, dtype=None, device=None):
+        h = GRUCell.initial_state(self, B, dtype, device)
+        return h, self._initial_reference(B, h.dtype, h.device)
+
+    def forward(self, x_t: torch.Tensor, state, valid: torch.Tensor | None = None):
+        check_step_inputs(self, x_t, state)
+        if valid is not None:
+            check_tensor(valid, "valid", ndim=1)
+            if valid.dtype != torch.bool or valid.shape[0] != x_t.shape[0]:
+                raise ValueError(
+                    f"valid must be a boolean mask of shape (B,) = ({x_t.shape[0]},), "
+                    f"got {valid.dtype} of shape {tuple(valid.shape)}"
+                )
+        return self.step(self.project_inputs(x_t), state, valid)
+
+    def step(self, x_proj: torch.Tensor, state, valid: torch.Tensor | None = None):
+        h_prev, s_ref = state
+        h_hat = GRUCell.step(self, x_proj, h_prev)  # (lstm-G1)-(lstm-G4): ĥ_t, (B, H)
+        real = None if valid is None else valid.to(h_hat.dtype).unsqueeze(1)  # (B, 1)
+        if self.mode == "module":  # SGRU
+            # (sba-pool), (sba-surprisal), (sba-decision): s (B, M), b (B, M), B_units (B, H)
+            s, b, B_units = self._decide(h_hat, s_ref)
+            if real is not None:
+                b, B_units = b * real, B_units * real  # padding never updates
+            h = B_units * h_hat + (1 - B_units) * h_prev  # (sba-select)
+            recorded, updated = b, b  # per module
+        else:  # SENS-GRU
+            s_live = module_surprisal(h_hat, self.M, self.pooling)  # (B, M), with its gradient
+            s = s_live.detach()
+            votes = sba_decision(s, s_ref, self.theta)  # (B, M): the 0/1 votes, detached
+            if self.margins is not None:  # the margin d = s_t − s_{t−1} − θ of each vote
+                self.margins.append(s_live - s_ref.detach() - self.theta)
+            # (sens-vote), identity STE: vote = votes + (d − d.detach()), 0 forward, ∂vote/∂d = 1
+            # backward. With s_{t−1} detached and θ constant, d − d.detach() equals
+            # s_t − s_t.detach(), which stays finite for θ = ±inf. It is formed first and
+            # then added: (votes + d) − d would lose the 0/1 in float32 when |d| ~ 1e9.
+            vote = votes + (s_live - s) if self.straight_through else votes
+            p = vote.mean(-1, keepdim=True)  # (sens-vote): (B, 1)
+            # [p ≥ 0.5] counted in integers, 2 Σ votes ≥ M, so that a tie is exact for any M
+            b_hard = (2 * votes.sum(-1, keepdim=True) >= self.M).to(h_hat.dtype)  # (B, 1)
+            b = b_hard + (p - p.detach()) if self.straight_through else b_hard  # (sens-vote), STE
+            if real is not None:
+                b, b_hard, votes = b * real, b_hard * real, votes * real
+            h = b * h_hat + (1 - b) * h_prev  # (sens-select)
+            B_units = b_hard.expand_as(h)  # (B, H)
+            recorded, updated = votes, b_hard.expand_as(s)  # every module follows the layer
+        s_next = self._next_reference(s, updated, s_ref, h)
+        if valid is None:
+            self.count(B_units)
+        else:
+            s_next = torch.where(valid.unsqueeze(1), s_next, s_ref)  # padding: keep s_{t−1}
+            self.count(B_units[valid])  # real tokens only
+        if self.trace is not None:
+            self.trace.append(recorded.detach())
+        return h, s_next
+
+    def extra_repr(self) -> str:
+        return (f"mode={self.mode}, M={self.M}, pooling={self.pooling}, theta={self.theta:g}, "
+                f"reference={self.reference}, " + GRUCell.extra_repr(self))  # fmt: skip
