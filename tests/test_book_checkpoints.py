@@ -26,7 +26,9 @@ RUNS = book_runs()
 @pytest.fixture(autouse=True)
 def committed_checkpoints(monkeypatch, request):
     monkeypatch.setenv("RNNBOOK_CHECKPOINTS", str(COMMITTED))
-    if "ptb" in request.node.name:  # Chapter 2's language model is evaluated on PTB valid
+    if (
+        "ptb" in request.node.name or "cbt" in request.node.name
+    ):  # Chapter 2's language model is evaluated on PTB valid
         monkeypatch.setenv("RNNBOOK_DATA_MIRROR", str(request.getfixturevalue("mirror")))
 
 
