@@ -1,4 +1,4 @@
-"""rnnbook.diagrams: the SVG architecture diagrams of Chapters 1-4 and 8.
+"""rnnbook.diagrams: the SVG architecture diagrams of Chapters 1-4, 8 and 9.
 
 Each diagram must be well-formed SVG with a title and a description, name what the
 chapter's equations name, use only the theme's colours (never pure black or white, on a
@@ -129,6 +129,39 @@ KEY_LABELS = {
         "P(ck) = Σ αdoci,j",
         "P(ck)",
         "no parameters",
+    ],
+    "abs_layer": [
+        "the",
+        "cat",
+        "sat",
+        "on",
+        "mat",
+        "biGRU",
+        "xt",
+        "ĥt",
+        "αt",
+        "bt",
+        "ht",
+        "ĥ1",
+        "ĥ6",
+        "0",
+        "0.38",
+        "1 encode",
+        "2 attend",
+        "3 skip",
+        "4 blend and point",
+        "αt = softmaxt(q⊤ĥt), Σt αt = 1",
+        "bt ~ Bernoulli(αt), in hindsight",
+        "ht = bt ĥt + (1 − bt) ht−1, h0 = 0",
+        "ABS-AS: attend and skip",
+        "ABS-ASA: attend, skip, attend",
+        "Dblend = Σt αt ht, the original αt",
+        "Dblend = Σt α′t ht, α′t = softmaxt(q⊤ht)",
+        "the pointer keeps αt: P(the) = α1 + α5 = 0.07",
+        "the pointer uses α′t: P(the) = α′1 + α′5 = 0.21",
+        "copies of ĥ2: equal α′t",
+        "update, bt = 1",
+        "skip, bt = 0",
     ],
 }
 
@@ -324,3 +357,61 @@ def test_han_reader_draws_the_pointer_path_in_the_accent_colour():
     desc = diagrams.han_reader().desc
     for phrase in ("no parameters", "α^doc_(i,j) = α^sent_i α^word_(i,j)", "xxxxx", "biGRU_w"):
         assert phrase in desc, phrase
+
+
+def test_abs_example_follows_the_model():
+    """The drawn fill is the model's forward fill; both attentions are distributions."""
+    torch = pytest.importorskip("torch")
+    from rnnbook.models.abs import forward_fill
+
+    example = diagrams._abs_example()
+    n = len(example["tokens"])
+    for key in ("alpha", "alpha_again"):
+        assert len(example[key]) == n and abs(sum(example[key]) - 1) < 1e-9, key
+    # ĥ_t as the t-th unit vector: each filled row is the one-hot of the output it copies.
+    filled = forward_fill(torch.eye(n), torch.tensor(example["b"], dtype=torch.float32))
+    expected = [f"ĥ_{int(row.argmax()) + 1}" if row.any() else "0" for row in filled]
+    assert example["filled"] == expected == ["0", "ĥ_2", "ĥ_2", "ĥ_2", "ĥ_2", "ĥ_6"]
+    # Copies of one state have one score, so one weight in the attention recomputed on them.
+    by_state = {}
+    for label, weight in zip(example["filled"], example["alpha_again"]):
+        by_state.setdefault(label, set()).add(weight)
+    assert all(len(weights) == 1 for weights in by_state.values())
+    # The pointer sums by token: the two "the" get 0.07 before the skip, 0.21 after.
+    positions = [t for t, token in enumerate(example["tokens"]) if token == "the"]
+    assert round(sum(example["alpha"][t] for t in positions), 2) == 0.07
+    assert round(sum(example["alpha_again"][t] for t in positions), 2) == 0.21
+
+
+def test_abs_layer_draws_the_fill_and_both_variants():
+    """The skipped positions show the copied label, in the step-3 row and in both panels."""
+    diagram = diagrams.abs_layer()
+    root = ET.fromstring(diagram.svg)
+    texts = _texts(root)
+    row = ["0", "ĥ2", "ĥ2", "ĥ2", "ĥ2", "ĥ6"]
+    starts = [k for k in range(len(texts)) if texts[k : k + len(row)] == row]
+    assert len(starts) == 3, texts  # step 3, ABS-AS and ABS-ASA
+    # One decision per token: two updates (filled circles), four skips (hollow), in the accent.
+    circles = [e for e in root.iter(f"{SVG}circle") if e.get("stroke") == diagrams.ACCENT]
+    filled = [e for e in circles if e.get("fill") == diagrams.ACCENT]
+    assert len(circles) == 6 + 2 and len(filled) == 2 + 1  # and the legend's two
+    # The copies are dashed accent outlines: four skips in each of the three rows, one key.
+    dashed = [
+        e
+        for e in root.iter(f"{SVG}path")
+        if e.get("stroke-dasharray") and e.get("stroke") == diagrams.ACCENT
+    ]
+    assert len(dashed) == 3 * 4 + 1
+    colour = {"".join(t.itertext()): t.get("fill") for t in root.iter(f"{SVG}text")}
+    for label in ("αt", "α′t", "bt", "forward fill:"):
+        assert colour[label] == diagrams.ACCENT, label
+    for phrase in (
+        "ABS-AS",
+        "ABS-ASA",
+        "original attention",
+        "computed again on the filled outputs",
+        "b_t ~ Bernoulli(α_t)",
+        "0, ĥ_2, ĥ_2, ĥ_2, ĥ_2, ĥ_6",
+        "in hindsight",
+    ):
+        assert phrase in diagram.desc, phrase

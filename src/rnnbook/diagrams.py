@@ -936,6 +936,236 @@ def han_reader() -> Diagram:
     return c.finish(title, desc)
 
 
+# --- Chapter 9 ---------------------------------------------------------------------------
+
+
+def _abs_example() -> dict[str, list]:
+    """The made-up sentence of :func:`abs_layer`: its attention, decisions and fill.
+
+    ``alpha`` sums to 1 (abs-decision); ``filled`` follows (abs-fill) from ``b``, with ``"0"``
+    before the first kept position; ``alpha_again`` is the attention recomputed on the filled
+    outputs (abs-asa), equal on the copies of one state because they have the same score.
+    """
+    tokens = ["the", "cat", "sat", "on", "the", "mat"]
+    alpha = [0.04, 0.38, 0.22, 0.05, 0.03, 0.28]
+    b = [0, 1, 0, 0, 0, 1]  # one Bernoulli draw: "sat" (0.22) happened to skip
+    filled, last = [], "0"
+    for t, keep in enumerate(b, start=1):
+        if keep:
+            last = f"ĥ_{t}"
+        filled.append(last)
+    # softmax_t(q^⊤h_t) with scores 0 (the zeros), s (ĥ_2 and its copies) and s + 0.33 (ĥ_6)
+    alpha_again = [0.03, 0.18, 0.18, 0.18, 0.18, 0.25]
+    return {
+        "tokens": tokens,
+        "alpha": alpha,
+        "b": b,
+        "filled": filled,
+        "alpha_again": alpha_again,
+    }
+
+
+def abs_layer() -> Diagram:
+    """Attention-based skipping (ABS) on one sentence: encode, attend, skip, and the two ways on.
+
+    Top to bottom: a biGRU reads the six tokens into ``ĥ_1 … ĥ_6``; the attention ``α_t``
+    (summing to 1) gives each position its probability of updating; the decisions
+    ``b_t ~ Bernoulli(α_t)`` ({eq}`abs-decision`) keep some outputs, and the forward fill
+    ({eq}`abs-fill`) copies the last kept output into the skipped positions, zeros before
+    the first. Below, the two variants: ABS-AS blends the filled outputs with the original
+    ``α_t`` and its pointer keeps them ({eq}`abs-as`); ABS-ASA attends again on the filled
+    outputs, ``α′_t``, equal on the copies of one state, and uses ``α′_t`` for the blend and
+    the pointer ({eq}`abs-asa`). The attention and skip path is in the accent colour.
+    """
+    example = _abs_example()
+    tokens, alpha, b = example["tokens"], example["alpha"], example["b"]
+    filled, alpha_again = example["filled"], example["alpha_again"]
+    c = _Canvas("abs-layer", 820, 648)
+    rnn = BLUE
+    pitch, box_w, box_h = 64, 52, 30
+    xs = [112 + pitch * k for k in range(len(tokens))]
+    x_label, x_note = 66, 492  # the row symbols (right-aligned) and the steps' notes
+    y_x, y_rnn, y_hat, y_base, y_b, y_h = 34, 86, 136, 228, 278, 324
+    bar = 140  # the height of an attention weight of 1
+
+    def dashed_box(x, y, w, h, colour=ACCENT, radius=6):
+        """A rounded box centred on (x, y), outlined with dashes: a copy, not a new output."""
+        left, top, r = x - w / 2, y - h / 2, radius
+        d = (
+            f"M{_num(left + r)} {_num(top)} H{_num(left + w - r)} "
+            f"A{_num(r)} {_num(r)} 0 0 1 {_num(left + w)} {_num(top + r)} V{_num(top + h - r)} "
+            f"A{_num(r)} {_num(r)} 0 0 1 {_num(left + w - r)} {_num(top + h)} H{_num(left + r)} "
+            f"A{_num(r)} {_num(r)} 0 0 1 {_num(left)} {_num(top + h - r)} V{_num(top + r)} "
+            f"A{_num(r)} {_num(r)} 0 0 1 {_num(left + r)} {_num(top)} Z"
+        )
+        c.path(d, colour=colour, width=1.6, dash="5 3")
+
+    def bars(xs_, weights, base, colour=ACCENT, values_below=False, size=SMALL):
+        """Attention weights as bars standing on ``base``, each with its value."""
+        for x, weight in zip(xs_, weights):
+            h = max(2.0, bar * weight)
+            c.rect(x - 10, base - h, 20, h, colour="none", fill=colour, radius=1)
+            y_value = base + 13 if values_below else base - h - 10
+            c.text(x, y_value, f"{weight:.2f}", size=size)
+
+    # Row symbols on the left.
+    rows = [
+        (y_x, "x_t", INK),
+        (y_hat, "ĥ_t", INK),
+        (y_base - 24, "α_t", ACCENT),
+        (y_b, "b_t", ACCENT),
+        (y_h, "h_t", INK),
+    ]
+    for y, label, colour in rows:
+        c.text(x_label, y, label, colour=colour, anchor="end")
+
+    # 1. Encode: the biGRU reads the whole sentence.
+    for x, word in zip(xs, tokens):
+        c.box(x, y_x, box_w, 28, word, size=SMALL, tint=0.0)
+        c.arrow([(x, y_x + 14), (x, y_rnn - 15)])
+        c.arrow([(x, y_rnn + 15), (x, y_hat - box_h / 2)])
+    span = xs[-1] - xs[0] + box_w
+    c.box((xs[0] + xs[-1]) / 2, y_rnn, span, 30, "biGRU", colour=rnn)
+    for t, x in enumerate(xs, start=1):
+        c.box(x, y_hat, box_w, box_h, f"ĥ_{t}", tint=0.0)
+    # 2. Attend: one bar per position, summing to 1.
+    c.line([(xs[0] - pitch / 2 + 4, y_base), (xs[-1] + pitch / 2 - 4, y_base)], width=1.2)
+    bars(xs, alpha, y_base, values_below=True)
+    # 3. Skip: the decisions, and the forward fill of the outputs.
+    for t, (x, keep, label) in enumerate(zip(xs, b, filled), start=1):
+        if keep:
+            c.circle(x, y_b, 9, colour=ACCENT, fill=ACCENT, width=1.6)
+            c.arrow([(x, y_b + 10), (x, y_h - box_h / 2)], colour=ACCENT)
+            c.box(x, y_h, box_w, box_h, label, tint=0.0)
+        else:
+            c.circle(x, y_b, 9, colour=ACCENT, width=2)
+            dashed_box(x, y_h, box_w, box_h)
+            c.text(x, y_h, label)
+            if t > 1:  # h_t = h_{t−1}: a copy from the left
+                x0 = xs[t - 2]
+                c.curve_arrow(
+                    (x0 + 12, y_h + box_h / 2 + 1),
+                    (x0 + 24, y_h + 34),
+                    (x - 24, y_h + 34),
+                    (x - 12, y_h + box_h / 2 + 2),
+                    colour=ACCENT,
+                )
+    # The steps' notes on the right.
+    notes = [
+        (y_x, None, "one sentence, n = 6 tokens"),
+        (y_rnn, None, "reads every token, both ways"),
+        (y_hat, "1 encode", "the outputs ĥ_1 … ĥ_n"),
+        (y_base - 24, "2 attend", "α_t = softmax_t(q^⊤ĥ_t), Σ_t α_t = 1"),
+        (y_b, "3 skip", "b_t ~ Bernoulli(α_t), in hindsight"),
+        (y_h + 14, None, "h_t = b_t ĥ_t + (1 − b_t) h_{t−1}, h_0 = 0"),
+    ]
+    for y, step, note in notes:
+        if step:
+            c.text(x_note, y - 12, step, anchor="start")
+            c.text(x_note, y + 12, note, size=SMALL, anchor="start")
+        else:
+            c.text(x_note, y, note, size=SMALL, anchor="start", italic=y < y_hat)
+    c.text(x_note, y_h - 10, "forward fill:", colour=ACCENT, size=SMALL, anchor="start")
+
+    # 4. Two ways on: the branches to the two variants.
+    y_split, y_panel, panel_h = 378, 398, 198
+    panels = [(20, 404), (416, 800)]
+    centres = [(left + right) / 2 for left, right in panels]
+    x_mid = (xs[0] + xs[-1]) / 2
+    c.line([(x_mid, y_h + 40), (x_mid, y_split)])
+    c.dot(x_mid, y_split)
+    c.line([(centres[0], y_split), (centres[1], y_split)])
+    for x in centres:
+        c.arrow([(x, y_split), (x, y_panel - 2)])
+    c.text(centres[1] + 16, y_split, "4 blend and point", anchor="start")
+    variants = [
+        (
+            "ABS-AS: attend and skip",
+            "word level only",
+            "α_t",
+            alpha,
+            "D^{blend} = Σ_t α_t h_t, the original α_t",
+            "the pointer keeps α_t: P(the) = α_1 + α_5 = 0.07",
+        ),
+        (
+            "ABS-ASA: attend, skip, attend",
+            "any level",
+            "α′_t",
+            alpha_again,
+            "D^{blend} = Σ_t α′_t h_t, α′_t = softmax_t(q^⊤h_t)",
+            "the pointer uses α′_t: P(the) = α′_1 + α′_5 = 0.21",
+        ),
+    ]
+    y_head, y_pbase, y_mini = y_panel + 22, y_panel + 112, y_panel + 126
+    mini_pitch, mini_w, mini_h = 52, 42, 26
+    for (left, right), centre, variant in zip(panels, centres, variants):
+        head, level, symbol, weights, blend, pointer = variant
+        c.rect(left, y_panel, right - left, panel_h, colour=INK, width=1.2, radius=12)
+        c.text(left + 14, y_head, head, anchor="start")
+        c.text(right - 14, y_head, level, size=SMALL, anchor="end", italic=True)
+        mini = [centre + 14 + (k - 2.5) * mini_pitch for k in range(len(filled))]
+        for x, label, keep in zip(mini, filled, b):
+            if keep:
+                c.rect(x - mini_w / 2, y_mini - mini_h / 2, mini_w, mini_h)
+            else:
+                dashed_box(x, y_mini, mini_w, mini_h)
+            c.text(x, y_mini, label, size=SMALL)
+        bars(mini, weights, y_pbase - 1, size=13)
+        c.text(left + 10, y_pbase - 16, symbol, colour=ACCENT, size=SMALL, anchor="start")
+        c.text(left + 10, y_mini, "h_t", size=SMALL, anchor="start")
+        c.text(left + 14, y_panel + 158, blend, size=SMALL, anchor="start")
+        c.text(left + 14, y_panel + 180, pointer, size=SMALL, anchor="start")
+    # ABS-ASA: the copies of ĥ_2 have one score, so one weight.
+    copies = [x for x, label in zip(mini, filled) if label == "ĥ_2"]
+    y_brace = y_pbase - 1 - bar * alpha_again[filled.index("ĥ_2")] - 22  # above the values
+    c.line(
+        [
+            (copies[0] - 16, y_brace + 6),
+            (copies[0] - 16, y_brace),
+            (copies[-1] + 16, y_brace),
+            (copies[-1] + 16, y_brace + 6),
+        ],
+        colour=ACCENT,
+        width=1.2,
+    )
+    c.text((copies[0] + copies[-1]) / 2, y_brace - 12, "copies of ĥ_2: equal α′_t", size=SMALL)
+
+    # The legend.
+    y_key = 626
+    c.circle(96, y_key, 8, colour=ACCENT, fill=ACCENT)
+    c.text(112, y_key, "update, b_t = 1", size=SMALL, anchor="start")
+    c.circle(256, y_key, 8, colour=ACCENT, width=2)
+    c.text(272, y_key, "skip, b_t = 0", size=SMALL, anchor="start")
+    dashed_box(418, y_key, 40, 22)
+    c.text(446, y_key, "copy of the last kept output", size=SMALL, anchor="start")
+    c.rect(678, y_key + 10 - 22, 12, 22, colour="none", fill=ACCENT, radius=1)
+    c.text(698, y_key, "attention", size=SMALL, anchor="start")
+    title = "Attention-based skipping (ABS): encode, attend, skip, and attend again or not"
+    desc = (
+        "A diagram read from top to bottom, on one sentence of six tokens: the cat sat on "
+        "the mat. Step 1, encode: a biGRU reads every token, and its outputs ĥ_1 to ĥ_6 "
+        "are a row of boxes. Step 2, attend: below each output stands a bar in an accent "
+        "colour, its attention α_t = softmax_t(q^T ĥ_t); the made-up weights 0.04, 0.38, "
+        "0.22, 0.05, 0.03 and 0.28 sum to 1. Step 3, skip: each position draws "
+        "b_t ~ Bernoulli(α_t), in hindsight, since the biGRU has already read everything; "
+        "here cat and mat update (filled circles) and the, sat, on and the second the skip "
+        "(hollow circles). The forward fill h_t = b_t ĥ_t + (1 − b_t) h_(t−1), with "
+        "h_0 = 0, then gives the row 0, ĥ_2, ĥ_2, ĥ_2, ĥ_2, ĥ_6: a kept position takes its "
+        "own output, a skipped one, drawn as a dashed box with an arrow from its left "
+        "neighbour, holds a copy of the last kept output, and the position before the "
+        "first kept one holds zeros. Step 4 branches into two panels, both of which blend "
+        "the filled outputs into D^blend and point. Left, ABS-AS (attend and skip, word "
+        "level only): the blend uses the original attention, D^blend = Σ_t α_t h_t, and "
+        "the pointer keeps α_t, so the bars are those of step 2 and P(the) = α_1 + α_5 = "
+        "0.07. Right, ABS-ASA (attend, skip, attend, at any level): the attention is "
+        "computed again on the filled outputs, α′_t = softmax_t(q^T h_t), and used by the "
+        "blend and the pointer; the four copies of ĥ_2 get the same score and so equal "
+        "weights, 0.18 each, the zeros get 0.03 and ĥ_6 0.25. A skipped token can thus "
+        "inherit attention from the state it copies: P(the) = α′_1 + α′_5 = 0.21."
+    )
+    return c.finish(title, desc)
+
+
 ALL = {
     "unrolled_rnn": unrolled_rnn,
     "lstm_cell": lstm_cell,
@@ -943,4 +1173,5 @@ ALL = {
     "ntm_heads": ntm_heads,
     "lmu_toeplitz": lmu_toeplitz,
     "han_reader": han_reader,
+    "abs_layer": abs_layer,
 }

@@ -77,3 +77,39 @@ def expect_pair(value, names: str, shape: tuple, where: str) -> tuple[torch.Tens
 
 def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-8, rtol: float = 1e-6) -> bool:
     return bool(torch.allclose(a.to(b.dtype), b, atol=atol, rtol=rtol))
+
+
+def reject_own(fn, own: tuple, exercise: str) -> None:
+    """The package's function (or the checker's reference) is not an answer."""
+    if fn in own:
+        fail(
+            f"{exercise}: you passed the book's own function.",
+            "write the exercise's function yourself; the checker compares it with that one.",
+        )
+
+
+def name_of(fn, default: str) -> str:
+    """The student's function's name, for messages."""
+    return getattr(fn, "__name__", default)
+
+
+def unchanged(given, originals) -> bool:
+    """True if every input still equals its copy taken before the call (nothing in place)."""
+    return all(torch.equal(a, b) for a, b in zip(given, originals))
+
+
+def tolerance(t: torch.Tensor, double: float = 1e-12) -> float:
+    """An absolute tolerance for comparing with a reference: ``double`` in float64, 1e-6 else."""
+    return double if t.dtype == torch.float64 else 1e-6
+
+
+def gradient(out, inputs, where: str, hint: str, inplace_hint: str | None = None):
+    """``torch.autograd.grad`` of the student's result; an error becomes a failure (with
+    ``inplace_hint`` when autograd reports a tensor it saved was modified in place)."""
+    try:
+        return torch.autograd.grad(out, inputs, allow_unused=True)
+    except RuntimeError as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if inplace_hint is not None and "inplace operation" in first:
+            first, hint = first.split(": [")[0], inplace_hint
+        fail(f"{where}: the gradient could not be computed ({first}).", hint)

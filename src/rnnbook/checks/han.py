@@ -16,7 +16,17 @@ import numbers
 import torch
 
 from rnnbook import skip as _skip
-from rnnbook.checks.grading import call, close, expect_tensor, fail, own_random_state, passed
+from rnnbook.checks.grading import (
+    call,
+    close,
+    expect_tensor,
+    fail,
+    gradient,
+    name_of,
+    own_random_state,
+    passed,
+    unchanged,
+)
 from rnnbook.models import han as _han
 
 F64 = torch.float64
@@ -60,23 +70,6 @@ def _own_work(fn, exercise: str) -> None:
             f"{exercise}: you passed the book's own function.",
             "write the exercise's function yourself; the checker compares it with that one.",
         )
-
-
-def _name(fn, default: str) -> str:
-    return getattr(fn, "__name__", default)
-
-
-def _unchanged(given, originals) -> bool:
-    return all(torch.equal(a, b) for a, b in zip(given, originals))
-
-
-def _grad(out, inputs, where: str, hint: str):
-    """``torch.autograd.grad`` of the student's result; an error becomes a failure."""
-    try:
-        return torch.autograd.grad(out, inputs, allow_unused=True)
-    except RuntimeError as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        fail(f"{where}: the gradient could not be computed ({first}).", hint)
 
 
 # --- exercise: the pointer sum --------------------------------------------------------------
@@ -136,7 +129,7 @@ def pointer_sum(fn) -> str:
     """Exercise: ``fn(alpha_doc (B, S, W), doc (B, S, W), cands (B, K)) -> P (B, K)``,
     (han-pointer): each candidate's attention summed over every position holding its id."""
     _own_work(fn, "pointer_sum")
-    name = _name(fn, "pointer_sum")
+    name = name_of(fn, "pointer_sum")
     gen = torch.Generator().manual_seed(81)
     cases = _pointer_cases(gen)
     high_ids = cases[-1][3]  # the last case: ids above every candidate's, after the others
@@ -161,7 +154,7 @@ def pointer_sum(fn) -> str:
             if shape in wrong_shapes:
                 fail(f"{where} returned shape {shape}, not ({B}, {K}).", wrong_shapes[shape])
         got = expect_tensor(got, (B, K), where)
-        if not _unchanged(given, (alpha, doc, cands)):
+        if not unchanged(given, (alpha, doc, cands)):
             fail(f"{where} changed an argument in place.", "build the scores in a new tensor.")
         value = got.detach().to(F64)
         if not close(value, want, atol=1e-6 if got.dtype != F64 else 1e-12):
@@ -255,7 +248,7 @@ def _check_pointer_gradient(where, out, alpha, doc, cands):
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         fail(f"{where}: no gradient flows from the scores back to alpha_doc.", hint)
     weights = torch.linspace(0.5, 1.5, out.numel(), dtype=out.dtype).view_as(out)
-    (grad,) = _grad((out * weights).sum(), (alpha,), where, hint)
+    (grad,) = gradient((out * weights).sum(), (alpha,), where, hint)
     want = (_occurrences(doc, cands).to(F64) * weights.to(F64).unsqueeze(1)).sum(-1)
     if grad is None or not torch.allclose(grad.to(F64).flatten(1), want, atol=1e-6):
         fail(f"{where}: the gradient that reaches alpha_doc is not right.", hint)
@@ -294,7 +287,7 @@ def masked_softmax(fn) -> str:
     dimension's real positions (mask True), exactly 0 on the others; a row with no real
     position gives zeros, without NaN in the forward and the backward pass."""
     _own_work(fn, "masked_softmax")
-    name = _name(fn, "masked_softmax")
+    name = name_of(fn, "masked_softmax")
     gen = torch.Generator().manual_seed(82)
     cases = _softmax_cases(gen)
     for scores, mask, large in cases:
@@ -304,7 +297,7 @@ def masked_softmax(fn) -> str:
         want = _masked_softmax(scores, mask).to(F64)
         given = [scores.clone(), mask.clone()]
         got = expect_tensor(call(fn, *given, name=name), shape, where)
-        if not _unchanged(given, (scores, mask)):
+        if not unchanged(given, (scores, mask)):
             fail(f"{where} changed an argument in place.", "build the result in a new tensor.")
         value = got.detach().to(F64)
         atol = 1e-6 if got.dtype != F64 or scores.dtype != F64 else 1e-12
@@ -432,7 +425,7 @@ def _check_softmax_gradient(fn, name, where, scores, mask):
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         fail(f"{where}: no gradient flows back to the scores.", hint)
     weights = torch.linspace(-1.0, 2.0, out.numel(), dtype=out.dtype).view_as(out)
-    (grad,) = _grad((out * weights).sum(), (tracked,), where, hint)
+    (grad,) = gradient((out * weights).sum(), (tracked,), where, hint)
     if grad is None:
         fail(f"{where}: no gradient reaches the scores.", hint)
     if torch.isnan(grad).any():
@@ -496,7 +489,7 @@ _RATE_MISTAKES = (
 def effective_update_rate(fn) -> str:
     """Exercise: ``fn(u, u_min) -> ũ``, (han-u-effective), all in percent."""
     _own_work(fn, "effective_update_rate")
-    name = _name(fn, "effective_update_rate")
+    name = name_of(fn, "effective_update_rate")
     source = ((0.44, 0.05, 0.39), (0.03, 0.05, -0.02))  # the source's values, to 0.005
     for u, u_min, quoted in source:
         where = f"{name}(u={u}, u_min={u_min})"
@@ -615,7 +608,7 @@ def sens_step(fn) -> str:
     (sens-vote) and (sens-select), with the identity straight-through estimator on both
     discrete steps."""
     _own_work(fn, "sens_step")
-    name = _name(fn, "sens_step")
+    name = name_of(fn, "sens_step")
     gen = torch.Generator().manual_seed(84)
     for (M, K, theta), patterns in _SENS_PATTERNS.items():
         inputs = _sens_case(gen, M, K, theta, patterns)
@@ -648,7 +641,7 @@ def _check_sens(fn, name, where, inputs, theta, M, patterns):
             "return h itself: h_hat or h_prev, chosen by the layer's decision.",
         )
     got = expect_tensor(got, (B, H), where)
-    if not _unchanged(given, inputs):
+    if not unchanged(given, inputs):
         fail(f"{where} changed an argument in place.", "build h in a new tensor.")
     _check_sens_values(where, got.detach(), h_hat, h_prev, s, s_prev, theta, b, patterns)
     tracked = [t.clone().requires_grad_() for t in inputs]
@@ -738,7 +731,7 @@ def _check_sens_gradient(where, out, tracked, b, M):
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         fail(f"{where}: no gradient flows through the result.", _STE_HINT)
     weights = torch.linspace(0.5, 1.5, out.numel(), dtype=out.dtype).view_as(out)
-    grads = _grad((out * weights).sum(), tracked, where, _STE_HINT)
+    grads = gradient((out * weights).sum(), tracked, where, _STE_HINT)
     w = weights.to(F64)
     gap = (w * (h_hat - h_prev).detach().to(F64)).sum(-1, keepdim=True) / M  # (B, 1)
     want_s = gap.expand(-1, M)

@@ -17,7 +17,17 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from rnnbook import penalties as _pen
-from rnnbook.checks.grading import call, expect_pair, expect_tensor, fail, own_random_state, passed
+from rnnbook.checks.grading import (
+    call,
+    expect_pair,
+    expect_tensor,
+    fail,
+    gradient,
+    name_of,
+    own_random_state,
+    passed,
+    tolerance,
+)
 from rnnbook.models.zoneout import ZoneoutLSTMCell as _ZoneoutLSTMCell
 
 F64 = torch.float64
@@ -127,23 +137,6 @@ def _call(fn, *args, name: str):
         return call(fn, *args, name=name)
 
 
-def _name(fn, default: str) -> str:
-    return getattr(fn, "__name__", default)
-
-
-def _atol(t: torch.Tensor, double: float = 1e-12) -> float:
-    return double if t.dtype == F64 else 1e-6
-
-
-def _grad(out, inputs, where: str, hint: str):
-    """``torch.autograd.grad`` of the student's result; an error becomes a failure."""
-    try:
-        return torch.autograd.grad(out, inputs, allow_unused=True)
-    except RuntimeError as error:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
-        fail(f"{where}: the gradient could not be computed ({first}).", hint)
-
-
 # --- exercise: one step of the zoneout LSTM -------------------------------------------------
 
 
@@ -167,7 +160,7 @@ def zoneout_step(fn) -> str:
     Krueger's zoneout LSTM, (zo-lstm-c) and (zo-lstm-h), with keep masks (1 = keep): the
     values, and the gradients (a kept unit passes its gradient unchanged)."""
     _own_work(fn, "zoneout_step")
-    name = _name(fn, "zoneout_step")
+    name = name_of(fn, "zoneout_step")
     gen = torch.Generator().manual_seed(71)
     for B, H in ((5, 6), (4, 3), (6, 8)):
         originals = _zoneout_case(gen, B, H)
@@ -178,7 +171,7 @@ def zoneout_step(fn) -> str:
         if not all(torch.equal(a, b) for a, b in zip(given, originals)):
             fail(f"{where} changed an argument in place.", "build h and c as new tensors.")
         h64, c64 = h.detach().to(F64), c.detach().to(F64)
-        atol = max(_atol(h), _atol(c))
+        atol = max(tolerance(h), tolerance(c))
         if not (torch.allclose(h64, want_h, atol=atol) and torch.allclose(c64, want_c, atol=atol)):
             _explain_zoneout(where, h64, c64, *originals, want_h, want_c)
         _check_zoneout_gradient(fn, name, where, gen, originals)
@@ -208,8 +201,8 @@ def _check_zoneout_gradient(fn, name, where, gen, originals):
             fail(f"{where}: no gradient flows through {what} (it left the graph).", _KEEP_HINT)
     w_c, w_h = (0.5 + torch.rand(B, H, generator=gen, dtype=F64) for _ in range(2))
     how = "every operation of the step must have a derivative; " + _KEEP_HINT
-    got_c = _grad((w_c * c.to(F64)).sum(), leaves, where, how)
-    got_h = _grad((w_h * h.to(F64)).sum(), leaves, where, how)
+    got_c = gradient((w_c * c.to(F64)).sum(), leaves, where, how)
+    got_h = gradient((w_h * h.to(F64)).sum(), leaves, where, how)
     zero = torch.zeros_like(c_prev)
     t = torch.tanh(c_tilde)
     want_c = (w_c * d_c, zero, w_c * (1 - d_c), zero)
@@ -461,7 +454,7 @@ def msure_ste(fn) -> str:
     decisions [m > 0] with the straight-through surrogate (pen-ste): the literal value, and
     a gradient of -2 lam (u_target - u) / n in every margin."""
     _own_work(fn, "msure_ste")
-    name = _name(fn, "msure_ste")
+    name = name_of(fn, "msure_ste")
     gen = torch.Generator().manual_seed(72)
     # (T, B, M, positives, u_target, lam): u above and below the target; the first lam is
     # not 1/2, 1 or 2, so that lam squared, lam missing and a factor 1/2 differ
@@ -480,7 +473,7 @@ def msure_ste(fn) -> str:
         if not torch.equal(given.detach(), m):
             fail(f"{where} changed the margins in place.", "compute the decisions in new tensors.")
         value = got.detach().to(F64)
-        if not torch.allclose(value, torch.tensor(want, dtype=F64), rtol=1e-5, atol=_atol(got)):
+        if not torch.allclose(value, torch.tensor(want, dtype=F64), rtol=1e-5, atol=tolerance(got)):
             _explain_msure_value(where, float(value), m, u_target, lam, want)
         if not got.requires_grad:
             if spy.left:
@@ -503,7 +496,7 @@ def msure_ste(fn) -> str:
                 "a comparison has derivative 0, so the penalty would train nothing: the "
                 "exercise asks for the straight-through surrogate (pen-ste).",
             )
-        (grad,) = _grad(got, given, where, _STEP_HAS_NO_SLOPE)
+        (grad,) = gradient(got, given, where, _STEP_HAS_NO_SLOPE)
         slope = -2 * lam * (u_target - u) / n
         _check_msure_gradient(where, grad, slope)
     return passed(
@@ -717,7 +710,7 @@ def norm_stabiliser(fn) -> str:
     """Exercise: ``fn(h (B, T, H), h0 (B, H), lam) -> R``, (pen-ns): lam times the mean over
     the batch and the T steps of (||h_t|| - ||h_{t-1}||)^2, with h0 the state carried in."""
     _own_work(fn, "norm_stabiliser")
-    name = _name(fn, "norm_stabiliser")
+    name = name_of(fn, "norm_stabiliser")
     gen = torch.Generator().manual_seed(73)
     for B, T, H, lam in ((3, 5, 4, 0.5), (2, 7, 6, 2.0), (4, 3, 5, 0.1), (5, 2, 3, 1.5)):
         scale = 0.5 + torch.rand(B, T, 1, generator=gen, dtype=F64)  # norms change per step
@@ -730,7 +723,7 @@ def norm_stabiliser(fn) -> str:
         if not (torch.equal(given[0].detach(), h) and torch.equal(given[1], h0)):
             fail(f"{where} changed an argument in place.", "compute the norms in new tensors.")
         value = got.detach().to(F64)
-        if not torch.allclose(value, want, rtol=1e-5, atol=_atol(got)):
+        if not torch.allclose(value, want, rtol=1e-5, atol=tolerance(got)):
             for wrong, what, hint in _ns_variants(h, h0, lam):
                 if torch.allclose(value, wrong, rtol=1e-5, atol=1e-9):
                     fail(f"{where} = {float(value):.6g}: {what}.", hint)
@@ -747,7 +740,7 @@ def norm_stabiliser(fn) -> str:
             )
         tracked = h.clone().requires_grad_()
         (want_grad,) = torch.autograd.grad(_ns(tracked, h0, lam), tracked)
-        (grad,) = _grad(
+        (grad,) = gradient(
             got, given[0], where,
             "every operation on the way from h to the penalty must have a derivative: the "
             "norms, differences and squares of (pen-ns) all do.",

@@ -1,5 +1,6 @@
 """Models, one module per family; ``recurrent`` holds the time loop they share."""
 
+from rnnbook.models.abs import ABSHAN
 from rnnbook.models.clockwork import CWLSTM, CWRNN, ClockworkLM
 from rnnbook.models.gru import GRUCell
 from rnnbook.models.han import HAN, RAN, BiGRU, ClozeOutput, cloze_loss, masked_softmax, pointer_sum
@@ -19,6 +20,7 @@ from rnnbook.models.sba import SBAGRUCell
 from rnnbook.models.srn import SRN, SRNCell, math_parameters
 
 __all__ = [
+    "ABSHAN",
     "BiGRU",
     "CWLSTM",
     "CWRNN",

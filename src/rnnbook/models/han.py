@@ -406,11 +406,13 @@ class HAN(_ClozeModel):
         D_word = D_word.view(B, S, W, -1)  # (B, S, W, 2H)
         beta_word = torch.einsum("bswh,bh->bsw", D_word, q)  # (han-word-attention)
         alpha_word = masked_softmax(beta_word, mask_w, dim=-1)  # (B, S, W)
+        D_word, alpha_word = self.skip_words(D_word, alpha_word, mask_w, q)  # ABS, Chapter 9
         D_blend = torch.einsum("bsw,bswh->bsh", alpha_word, D_word)  # (han-blend): (B, S, 2H)
         mask_s = mask_w.any(-1)  # (B, S): non-empty sentences
         D_sent, _ = self.sentence_encoder(D_blend, mask_s)  # (B, S, 2H)
         beta_sent = torch.einsum("bsh,bh->bs", D_sent, q)
         alpha_sent = masked_softmax(beta_sent, mask_s, dim=-1)  # (han-sentence): (B, S)
+        D_sent, alpha_sent = self.skip_sentences(D_sent, alpha_sent, mask_s, q)  # ABS
         alpha_doc = alpha_sent.unsqueeze(-1) * alpha_word  # (han-pointer): (B, S, W)
         if self.head == "ptr":
             scores = pointer_sum(alpha_doc, doc, cands)  # (B, K)
@@ -418,6 +420,17 @@ class HAN(_ClozeModel):
             D_doc = torch.einsum("bs,bsh->bh", alpha_sent, D_sent)  # (han-docvec): (B, 2H)
             scores = self._docvec_scores(D_doc, cands)  # (B, K)
         return ClozeOutput(scores, alpha_word, alpha_sent, alpha_doc)
+
+    def skip_words(self, D_word, alpha_word, mask_w, q):
+        """What the reader does with its word encodings after attending to them: HAN keeps
+        both. Attention-based skipping (Chapter 9, :class:`rnnbook.models.abs.ABSHAN`) masks
+        the encodings here and may attend again. Returns ``(D_word, alpha_word)`` for the
+        blend (han-blend) and the pointer (han-pointer)."""
+        return D_word, alpha_word
+
+    def skip_sentences(self, D_sent, alpha_sent, mask_s, q):
+        """The same after the sentence attention: HAN keeps ``(D_sent, alpha_sent)``."""
+        return D_sent, alpha_sent
 
     def update_rates(self) -> dict[str, float]:
         """The update rates since ``reset_tally()``, per real token (sentence), [0, 1].
