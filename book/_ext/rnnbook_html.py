@@ -8,9 +8,18 @@ Sphinx 8.2; Jupyter Book 1 needs Sphinx 7). sphinx-thebe's ``const THEBE_JS_URL 
 such a script, and declaring a const twice is a SyntaxError, so every page of the book
 logged a JavaScript error. This drops the second copy of any script, just before the
 page is written.
+
+The root redirect. The book's first page is ``book/intro``, so ``index.html`` at the root of
+the site only forwards the reader there. sphinx-external-toc writes it as a bare
+``<meta http-equiv="Refresh">``, with no icon, so a browser may ask for ``/favicon.ico``
+before it follows the redirect (a 404 in the console). We write the page first, with the
+book's icon and a title; sphinx-external-toc leaves an existing ``index.html`` alone.
 """
 
 from __future__ import annotations
+
+import html
+from pathlib import Path
 
 
 def _script_key(script) -> tuple:
@@ -34,7 +43,25 @@ def drop_duplicate_scripts(app, pagename, templatename, context, doctree) -> Non
     scripts[:] = unique
 
 
+def write_root_redirect(app, exception) -> None:
+    if exception is not None or "html" not in app.builder.format or app.config.root_doc == "index":
+        return
+    page = Path(app.outdir) / "index.html"
+    first = f"{app.config.root_doc}.html"
+    icon = "" if not app.config.html_favicon else "_static/" + Path(app.config.html_favicon).name
+    page.write_text(
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">\n'
+        f"<title>{html.escape(app.config.html_title or app.config.project)}</title>\n"
+        + (f'<link rel="icon" href="{icon}">\n' if icon else "")
+        + f'<meta http-equiv="Refresh" content="0; url={first}">\n'
+        f'</head><body><a href="{first}">{first}</a></body></html>\n',
+        encoding="utf8",
+    )
+
+
 def setup(app):
     # After every other handler, which may still add scripts for this page (myst-nb).
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
+    # Before sphinx-external-toc's handler (priority 500), which then finds the page written.
+    app.connect("build-finished", write_root_redirect, priority=400)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
