@@ -135,6 +135,20 @@ class Result:
         return self.out_dir / CURVE_FILE
 
 
+def check_run_arguments(parser, args, whole: Iterable[str], positive: Iterable[str]) -> None:
+    """The checks every long run's command line shares: the options in ``whole`` are integers
+    of at least 1, those in ``positive`` numbers above 0, and ``--seed`` is not negative;
+    ``parser.error`` names the option and the value that came."""
+    for key in whole:
+        if getattr(args, key) < 1:
+            parser.error(f"--{key.replace('_', '-')} must be at least 1, got {getattr(args, key)}")
+    if args.seed < 0:
+        parser.error(f"--seed must be a non-negative integer, got {args.seed}")
+    for key in positive:
+        if not getattr(args, key) > 0:
+            parser.error(f"--{key.replace('_', '-')} must be positive, got {getattr(args, key)}")
+
+
 def log(message: str) -> None:
     """One time-stamped line, flushed at once (a long run is read while it runs)."""
     print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {message}", flush=True)

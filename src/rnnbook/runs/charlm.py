@@ -204,14 +204,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--name", help="checkpoint name (default <cell>-ptb-char)")
     args = parser.parse_args(argv)
-    for key in ("steps", "batch", "k", "embedding", "hidden", "eval_every", "threads"):
-        if getattr(args, key) < 1:
-            parser.error(f"--{key.replace('_', '-')} must be at least 1, got {getattr(args, key)}")
-    if args.seed < 0:
-        parser.error(f"--seed must be a non-negative integer, got {args.seed}")
-    for key in ("lr", "clip"):
-        if not getattr(args, key) > 0:
-            parser.error(f"--{key} must be positive, got {getattr(args, key)}")
+    whole = ("steps", "batch", "k", "embedding", "hidden", "eval_every", "threads")
+    longrun.check_run_arguments(parser, args, whole, positive=("lr", "clip"))
     return args
 
 

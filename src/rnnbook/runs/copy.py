@@ -302,13 +302,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     lstm.add_argument("--data-seed", type=int, help="the batches' seed (default: --seed)")
     args = parser.parse_args(argv)
     whole = ("steps", "batch", "max_length", "eval_every", "threads", "N", "M", "controller")
-    for key in (*whole, "hidden", "layers", "solved_evals"):
-        if getattr(args, key) < 1:
-            parser.error(f"--{key.replace('_', '-')} must be at least 1, got {getattr(args, key)}")
-    if args.seed < 0:
-        parser.error(f"--seed must be a non-negative integer, got {args.seed}")
-    if not args.lr > 0:
-        parser.error(f"--lr must be positive, got {args.lr}")
+    longrun.check_run_arguments(parser, args, (*whole, "hidden", "layers", "solved_evals"), ("lr",))
     return args
 
 
