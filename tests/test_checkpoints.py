@@ -13,7 +13,13 @@ import pytest
 import torch
 from torch import nn
 
-from rnnbook.checkpoints import CheckpointError, Trained, train_or_load, weights_sha256
+from rnnbook.checkpoints import (
+    CheckpointError,
+    Trained,
+    model_code_sha256,
+    train_or_load,
+    weights_sha256,
+)
 from rnnbook.profiles import Profile
 
 NAME = "unit-linear"
@@ -216,3 +222,14 @@ def test_weights_hash_works_for_every_dtype(dtype):
     state = {"w": torch.ones(3, 2).to(dtype)}
     assert len(weights_sha256(state)) == 64
     assert weights_sha256(state) != weights_sha256({"w": torch.zeros(3, 2).to(dtype)})
+
+
+def test_the_code_hash_covers_the_files_of_wrapped_models():
+    from rnnbook.arena import zoo
+    from rnnbook.arena.tasks import MemoryTask
+
+    task = MemoryTask(T=3)
+    lstm, gru, lstm_again = (zoo.build(name, task) for name in ("lstm", "gru", "lstm"))
+    # the same wrapper (zoo.py) around models from different files hashes differently
+    assert model_code_sha256(lstm) != model_code_sha256(gru)
+    assert model_code_sha256(lstm) == model_code_sha256(lstm_again)

@@ -61,17 +61,8 @@ def weights_sha256(state_dict: dict[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-def model_code_sha256(model: nn.Module) -> str:
-    """SHA-256 of the code of the module that defines the model's class, as Python parses it.
-
-    What a code change should invalidate is the arithmetic, not the prose around it: the hash
-    is taken over the module's syntax tree with every docstring removed, so comments,
-    docstrings, blank lines and formatting do not change it, while any change to a statement,
-    a name or a constant does.
-    """
-    source = inspect.getsourcefile(type(model))
-    if not source:
-        return "unknown"
+def _syntax_tree_dump(source: str) -> str:
+    """The module's syntax tree without its docstrings, as text."""
     tree = ast.parse(Path(source).read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
@@ -83,7 +74,30 @@ def model_code_sha256(model: nn.Module) -> str:
             and isinstance(body[0].value.value, str)
         ):
             node.body = body[1:] or [ast.Pass()]
-    return hashlib.sha256(ast.dump(tree, include_attributes=False).encode()).hexdigest()
+    return ast.dump(tree, include_attributes=False)
+
+
+def model_code_sha256(model: nn.Module) -> str:
+    """SHA-256 of the code of the modules that define the model's classes, as Python parses it.
+
+    The files are those of the model's class and of every submodule's class from ``rnnbook``
+    (a wrapper and the model it wraps). What a code change should invalidate is the
+    arithmetic, not the prose around it: the hash is taken over each file's syntax tree with
+    every docstring removed, so comments, docstrings, blank lines and formatting do not change
+    it, while any change to a statement, a name or a constant does. A model whose classes all
+    live in one file hashes that file's tree alone.
+    """
+    source = inspect.getsourcefile(type(model))
+    if not source:
+        return "unknown"
+    sources = [source]
+    for module in model.modules():
+        if type(module).__module__.startswith("rnnbook."):
+            path = inspect.getsourcefile(type(module))
+            if path and path not in sources:
+                sources.append(path)
+    dumps = [_syntax_tree_dump(path) for path in [source, *sorted(sources[1:])]]
+    return hashlib.sha256("\n".join(dumps).encode()).hexdigest()
 
 
 def _code_version(model: nn.Module) -> dict:

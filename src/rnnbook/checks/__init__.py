@@ -3,12 +3,13 @@
 One module per chapter (``rnnbook.checks.rnn_bptt``); :mod:`grading` holds what they share.
 """
 
-from rnnbook.checks import abs, clockwork, han, lmu, lstm_gru, ntm, rnn_bptt, sba, zoneout
+from rnnbook.checks import abs, arena, clockwork, han, lmu, lstm_gru, ntm, rnn_bptt, sba, zoneout
 from rnnbook.checks.grading import CheckFailed
 
 __all__ = [
     "CheckFailed",
     "abs",
+    "arena",
     "clockwork",
     "han",
     "lmu",

@@ -24,6 +24,7 @@ import math
 import torch
 
 from rnnbook.checks.grading import (
+    as_number,
     call,
     fail,
     gradient,
@@ -438,23 +439,6 @@ _RATE_MISTAKES = (
 )  # fmt: skip
 
 
-def _as_number(value, where: str) -> float:
-    """Anything float() accepts (a float, a tensor or numpy scalar of one value), but no
-    text and no bool."""
-    if not isinstance(value, str | bytes | bool):
-        try:
-            return float(value)
-        except Exception:  # noqa: S110 - the failure below says what was returned
-            pass
-    kind = type(value).__name__
-    if isinstance(value, torch.Tensor):
-        kind += f" of shape {tuple(value.shape)}"
-    fail(
-        f"{where} should be a number, got {kind}.",
-        "return one number: a float, or a tensor holding a single value.",
-    )
-
-
 @own_random_state
 def predicted_update_rate(fn) -> str:
     """Exercise: ``fn(mask (N, T) bool) -> float``: the word-level update rate that
@@ -467,7 +451,7 @@ def predicted_update_rate(fn) -> str:
     for mask, what in cases:
         where = f"{name} on {what}"
         given = mask.clone()
-        got = _as_number(call(fn, given, name=name), where)
+        got = as_number(call(fn, given, name=name), where)
         if not torch.equal(given, mask):
             fail(f"{where} changed the mask in place.", "count without changing the mask.")
         want = _predicted_rate(mask)
@@ -479,7 +463,7 @@ def predicted_update_rate(fn) -> str:
                 "a sentence with no real token has n_i = 0, so its 1/n_i is not a number; and "
                 "the rate is a ratio of two totals, not a mean of per-sentence rates.",
             )
-        if got == 0 and all(_as_number(call(fn, m.clone(), name=name), where) == 0
+        if got == 0 and all(as_number(call(fn, m.clone(), name=name), where) == 0
                             for m, _ in cases):  # fmt: skip
             fail(
                 f"{where} = 0, and 0 on every batch: an integer division (//) rounded it down.",

@@ -113,3 +113,20 @@ def gradient(out, inputs, where: str, hint: str, inplace_hint: str | None = None
         if inplace_hint is not None and "inplace operation" in first:
             first, hint = first.split(": [")[0], inplace_hint
         fail(f"{where}: the gradient could not be computed ({first}).", hint)
+
+
+def as_number(value, where: str) -> float:
+    """Anything float() accepts (a float, an int, a tensor or numpy scalar of one value), but
+    no text and no bool."""
+    if not isinstance(value, str | bytes | bool):
+        try:
+            return float(value)
+        except Exception:  # noqa: S110 - the failure below says what was returned
+            pass
+    kind = type(value).__name__
+    if isinstance(value, torch.Tensor):
+        kind += f" of shape {tuple(value.shape)}"
+    hint = "return one number: a float, or a tensor holding a single value."
+    if value is None:
+        hint = "the function returned nothing: end it with `return` and the value."
+    fail(f"{where} should be a number, got {kind}.", hint)

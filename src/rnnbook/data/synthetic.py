@@ -198,3 +198,53 @@ def sum_of_sines(L: int = 256, components=((4, 1.0, 0.0), (12, 0.5, 0.3), (32, 0
     if high == low:
         raise ValueError("the components sum to a constant; nothing to rescale")
     return 2 * (y - low) / (high - low) - 1
+
+
+COPY_MEMORY_LABELS = ("s003", "zero_blank")
+
+
+def copy_memory_symbols(N: int = 10, labels: str = "s003") -> dict:
+    """The roles of the N categories of the copying-memory task (ltm-copy-memory).
+
+    ``labels="s003"`` (Brantner's thesis and the text of Arjovsky et al. 2016): data
+    ``0..N-3``, blank ``N-2``, marker ``N-1``. ``labels="zero_blank"`` (Arjovsky et al.'s
+    code): blank ``0``, data ``1..N-2``, marker ``N-1``. Returns
+    ``{"data": LongTensor, "blank": int, "marker": int}``.
+    """
+    if not isinstance(N, int) or isinstance(N, bool) or N < 3:
+        raise ValueError(f"the copying-memory task needs N >= 3 categories, got {N!r}")
+    if labels not in COPY_MEMORY_LABELS:
+        raise ValueError(f"labels must be one of {COPY_MEMORY_LABELS}, got {labels!r}")
+    if labels == "s003":
+        return {"data": torch.arange(0, N - 2), "blank": N - 2, "marker": N - 1}
+    return {"data": torch.arange(1, N - 1), "blank": 0, "marker": N - 1}
+
+
+def copy_memory(
+    B: int, T: int, N: int = 10, K: int = 10, labels: str = "s003", generator=None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The copying-memory task (Arjovsky et al. 2016; Brantner's thesis), (ltm-copy-memory).
+
+    ``K`` data symbols, drawn i.i.d. uniformly from the N - 2 data categories, are shown
+    first; then ``T - 1`` blanks, one marker, and ``K`` blanks while the network answers.
+    The target is blank for the first ``T + K`` steps and then the K data symbols in their
+    order. Both are category indices (long), shape ``(B, T + 2K)``:
+
+    * ``x[:, :K]`` the data, ``x[:, T + K - 1]`` the marker, every other input blank;
+    * ``y[:, :T + K]`` blank and ``y[:, T + K:] == x[:, :K]``.
+
+    ``labels`` picks the category roles (:func:`copy_memory_symbols`). One-hot or scalar
+    encodings of ``x`` are left to the caller.
+    """
+    check_positive_int(B, "B")
+    check_positive_int(T, "T")
+    check_positive_int(K, "K")
+    roles = copy_memory_symbols(N, labels)
+    g = _generator(generator)
+    data = roles["data"][torch.randint(0, N - 2, (B, K), generator=g)]
+    x = torch.full((B, T + 2 * K), roles["blank"], dtype=torch.long)
+    x[:, :K] = data
+    x[:, T + K - 1] = roles["marker"]
+    y = torch.full((B, T + 2 * K), roles["blank"], dtype=torch.long)
+    y[:, T + K :] = data
+    return x, y

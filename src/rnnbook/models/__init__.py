@@ -2,6 +2,7 @@
 
 from rnnbook.models.abs import ABSHAN
 from rnnbook.models.clockwork import CWLSTM, CWRNN, ClockworkLM
+from rnnbook.models.dnc import DNC, DNCCell, DNCState
 from rnnbook.models.gru import GRUCell
 from rnnbook.models.han import HAN, RAN, BiGRU, ClozeOutput, cloze_loss, masked_softmax, pointer_sum
 from rnnbook.models.language import LanguageModel
@@ -27,6 +28,9 @@ __all__ = [
     "ClockworkLM",
     "ClozeOutput",
     "DCMCell",
+    "DNC",
+    "DNCCell",
+    "DNCState",
     "DelayNetwork",
     "GRUCell",
     "HAN",

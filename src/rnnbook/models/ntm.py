@@ -546,22 +546,30 @@ class NTM(nn.Module):
         self.cell = NTMCell(d_x, d_y, **options)
 
     def forward(self, x: torch.Tensor, state: NTMState | None = None, return_internals=False):
-        check_tensor(x, "x", ndim=3)
-        check_size(x, "x", 2, self.cell.input_size, "the input size d_x")
-        B, T, _ = x.shape
-        if T == 0:
-            raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
-        if state is None:
-            state = self.cell.initial_state(B, dtype=x.dtype, device=x.device)
-        logits, steps = [], []
-        for x_t in x.unbind(dim=1):
-            logits_t, state, extras = self.cell(x_t, state, return_internals)
-            logits.append(logits_t)
-            steps.append(extras)
-        internals = None
-        if return_internals:
-            internals = {name: torch.stack([s[name] for s in steps], dim=1) for name in steps[0]}
-        return torch.stack(logits, dim=1), state, internals
+        return run_memory_cell(self.cell, x, state, return_internals)
+
+
+def run_memory_cell(cell: nn.Module, x: torch.Tensor, state=None, return_internals=False):
+    """Loop a memory cell, ``cell(x_t, state, return_internals) -> (logits_t, state, extras)``
+    (the NTM's or the DNC's), over ``x`` (B, T, d_x); ``state=None`` starts from
+    ``cell.initial_state``. Returns ``(logits (B, T, d_y), state_T, internals)``, the
+    internals (with ``return_internals=True``) the extras stacked over time, (B, T, ...)."""
+    check_tensor(x, "x", ndim=3)
+    check_size(x, "x", 2, cell.input_size, "the input size d_x")
+    B, T, _ = x.shape
+    if T == 0:
+        raise ValueError(f"x must have at least one time step, got shape {tuple(x.shape)}")
+    if state is None:
+        state = cell.initial_state(B, dtype=x.dtype, device=x.device)
+    logits, steps = [], []
+    for x_t in x.unbind(dim=1):
+        logits_t, state, extras = cell(x_t, state, return_internals)
+        logits.append(logits_t)
+        steps.append(extras)
+    internals = None
+    if return_internals:
+        internals = {name: torch.stack([s[name] for s in steps], dim=1) for name in steps[0]}
+    return torch.stack(logits, dim=1), state, internals
 
 
 # --- the copy task's loss and metrics ------------------------------------------------------

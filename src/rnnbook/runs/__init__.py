@@ -5,12 +5,14 @@
 * ``copy``: Chapter 3's NTM and its LSTM baseline on the copy task (:mod:`rnnbook.runs.copy`).
 * ``charlm``: Chapter 2's character-level PTB language model (:mod:`rnnbook.runs.charlm`).
 * ``cbt``: Chapter 8's pointer reader on CBT-style questions (:mod:`rnnbook.runs.cbt_reader`).
+* ``arena``: Chapter 10's models side by side on long-term memory tasks (:mod:`rnnbook.runs.arena`).
 """
 
 TASKS = {
     "copy": "rnnbook.runs.copy",
     "charlm": "rnnbook.runs.charlm",
     "cbt": "rnnbook.runs.cbt_reader",
+    "arena": "rnnbook.runs.arena",
 }
 
 

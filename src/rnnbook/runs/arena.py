@@ -1,0 +1,120 @@
+"""Chapter 10's long runs: the arena's models on its tasks, one checkpoint per model and task.
+
+Every run is :func:`rnnbook.arena.harness.long_run`: Adam at 1e-3, batches of 128, the same
+number of updates for every model of a task, the data of step ``t`` from the seed
+``seed * 10**9 + t``. ``python -m rnnbook.runs arena --task memory --models lstm dnc`` trains
+the named models one after the other, each in ``<out-dir>/<checkpoint name>``, and writes
+their checkpoints; ``--resume`` continues runs that were stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rnnbook import longrun
+from rnnbook.arena import harness, zoo
+from rnnbook.arena.tasks import AddingTask, MemoryTask, PendulumTask
+from rnnbook.train import NonFiniteError
+
+# The book's runs: task -> (the task, {model: updates}). Every model of a task sees the same
+# batches in the same order, and every model has the same budget of updates except the NTM and
+# the DNC on the memory task: on a CPU a step of theirs costs 15-30 times an LSTM's, so they
+# stop at half the budget, and the chapter compares every model at that point too (the
+# learning curves are evaluated every 250 updates).
+MEMORY_MODELS = (
+    "srn",
+    "lstm",
+    "lstm-scalar",
+    "gru",
+    "cwrnn",
+    "urnn",
+    "urnn-frozen",
+    "lmu",
+    "transformer",
+    "recurrent-transformer",
+)
+BOOK_TASKS = {
+    "memory": (
+        MemoryTask(T=100),
+        {**{model: 1000 for model in MEMORY_MODELS}, "ntm": 500, "dnc": 500},
+    ),
+    "adding": (AddingTask(T=200), {model: 1000 for model in ("lstm", "gru", "urnn", "lmu")}),
+    "pendulum": (
+        PendulumTask(),
+        {model: 1000 for model in ("lstm", "gru", "transformer", "recurrent-transformer")},
+    ),
+}
+EVAL_EVERY = 250
+
+
+def book_run(task_name: str, model: str, seed: int = 0) -> longrun.LongRun:
+    task, budgets = BOOK_TASKS[task_name]
+    return harness.long_run(model, task, steps=budgets[model], seed=seed, eval_every=EVAL_EVERY)
+
+
+BOOK_RUNS = {
+    harness.run_name(model, task): (lambda t=name, m=model: book_run(t, m))
+    for name, (task, budgets) in BOOK_TASKS.items()
+    for model in budgets
+}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m rnnbook.runs arena",
+        description="Train the arena's models on one of Chapter 10's tasks with the book's "
+        "budget and write their checkpoints (into RNNBOOK_CHECKPOINTS if set, else "
+        "checkpoints/).",
+        epilog="Example: python -m rnnbook.runs arena --task memory --models lstm urnn "
+        "--out-dir runs/arena",
+    )
+    parser.add_argument("--task", required=True, choices=sorted(BOOK_TASKS))
+    parser.add_argument(
+        "--models", nargs="+", help="models to train (default: the book's models of the task)"
+    )
+    parser.add_argument("--out-dir", type=Path, required=True, help="one folder per run in it")
+    parser.add_argument("--seed", type=int, default=0, help="weights and data (book: 0)")
+    parser.add_argument("--resume", action="store_true", help="continue stopped runs")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    args = parser.parse_args(argv)
+    longrun.check_run_arguments(parser, args, ("threads",), ())
+    models = list(BOOK_TASKS[args.task][1])
+    args.models = args.models or list(models)
+    unknown = [m for m in args.models if m not in models]
+    if unknown:
+        parser.error(f"the book's {args.task} runs are {list(models)}; got {unknown}")
+    return args
+
+
+def main(argv=None) -> int:
+    """Exit 0 when every checkpoint is written, 1 when a run is refused, 2 on a NaN or inf."""
+    args = parse_args(argv)
+    for model in args.models:
+        run = book_run(args.task, model, args.seed)
+        folder = args.out_dir / run.name
+        try:
+            result = longrun.train(run, folder, resume=args.resume, threads=args.threads)
+        except longrun.RunError as error:
+            longrun.log(f"refused: {error}")
+            return 1
+        except NonFiniteError:
+            return 2
+        extra = {
+            "threads": args.threads,
+            "label": zoo.entry_of(model).label,
+            "learning_curve": longrun.portable(result.curve),
+        }
+        record = longrun.publish(run, result, extra)
+        (folder / "summary.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        longrun.log(
+            f"wrote {run.name!r}: {result.steps:,} steps, {result.seconds:.0f} s, "
+            f"{record['summary']['final_eval']}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
