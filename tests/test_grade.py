@@ -376,3 +376,37 @@ def test_the_worked_example_of_the_instructors_page_is_this_gradebook(graded):
     assert [row[0] for row in shown[1:]] == ["ada", "bob", "eve"]
     for row in shown[1:]:
         assert row == list(written[row[0]].values()), row
+
+
+def _run_with_failing_starts(tmp_path, monkeypatch, failures: int) -> tuple[dict, int]:
+    """Run grade._run_one on a one-cell notebook whose kernel 'dies before replying' at the
+    first ``failures`` starts; returns the runner's record and the number of starts."""
+    import nbformat
+
+    notebook = tmp_path / "nb.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]), notebook)
+    spec = {"results": str(tmp_path / "results.json"), "notebook": str(notebook), "cells": [],
+            "executed": str(tmp_path / "executed.ipynb")}  # fmt: skip
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    starts = []
+
+    class Client:
+        def execute(self):
+            starts.append(1)
+            if len(starts) <= failures:
+                raise RuntimeError(grade.KERNEL_START_FAILURE)
+
+    monkeypatch.setattr(grade, "_make_client", lambda *args: Client())
+    grade._run_one(str(tmp_path / "spec.json"))
+    return json.loads((tmp_path / "results.json").read_text()), len(starts)
+
+
+def test_a_kernel_that_dies_at_start_is_started_again(tmp_path, monkeypatch):
+    record, starts = _run_with_failing_starts(tmp_path, monkeypatch, failures=1)
+    assert record["status"] == "completed" and starts == 2
+
+
+def test_a_kernel_that_never_starts_is_reported(tmp_path, monkeypatch):
+    record, starts = _run_with_failing_starts(tmp_path, monkeypatch, failures=5)
+    assert starts == grade.KERNEL_START_ATTEMPTS
+    assert record["status"].startswith("grader error: RuntimeError: Kernel died before")

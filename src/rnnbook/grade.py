@@ -254,6 +254,10 @@ def _make_client(nb, spec: dict, record: dict, results: Path):
     return client
 
 
+KERNEL_START_ATTEMPTS = 3  # a kernel that dies before its first reply is started again
+KERNEL_START_FAILURE = "Kernel died before replying to kernel_info"
+
+
 def _run_one(spec_path: str) -> None:
     """Execute one notebook as described by the JSON file ``spec_path`` (the runner)."""
     import nbformat
@@ -279,9 +283,21 @@ def _run_one(spec_path: str) -> None:
             tags = cell.metadata.get("tags", [])
             cell.metadata["tags"] = [t for t in tags if t != "skip-execution"]
             cell.metadata["grader_exercise"] = True
-    client = _make_client(nb, spec, record, results)
     try:
-        client.execute()
+        for attempt in range(KERNEL_START_ATTEMPTS):
+            client = _make_client(nb, spec, record, results)
+            try:
+                client.execute()
+                break
+            except RuntimeError as error:
+                # Two kernels started at once can pick the same free port; the loser dies
+                # before it answers (a known race of parallel kernel launches). Nothing has
+                # run yet, so the notebook is simply started again in a new kernel.
+                started = record["running"] is not None or record["cells"]
+                if started or KERNEL_START_FAILURE not in str(error):
+                    raise
+                if attempt == KERNEL_START_ATTEMPTS - 1:
+                    raise
         record["status"] = "completed"
     except DeadKernelError:
         record["status"] = "kernel died"
