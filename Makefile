@@ -85,15 +85,20 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# The unit tests run twice: on this CPU's own vector kernels, then on another set
+# The unit tests run twice: on this CPU's own vector kernels, and on another set
 # (ATEN_CPU_CAPABILITY: AVX2 where the CPU has AVX-512, else the scalar kernels), whose
 # rounding differs, as another machine's would. A comparison that is bitwise where it should
-# allow a few ulp fails here, not on somebody else's CPU (tests/README.md).
+# allow a few ulp fails here, not on somebody else's CPU (tests/README.md). The two runs go
+# at the same time (each test is one thread); the second one's report follows the first's.
 unit: setup
-	$(BIN)/pytest tests -q
 	@other=$$($(PY) -c "import torch; print('avx2' if torch.backends.cpu.get_cpu_capability() == 'AVX512' else 'default')"); \
-	echo "== the unit tests again with ATEN_CPU_CAPABILITY=$$other (another CPU's rounding)"; \
-	ATEN_CPU_CAPABILITY=$$other $(BIN)/pytest tests -q -p no:cacheprovider
+	log=$$(mktemp); \
+	( ATEN_CPU_CAPABILITY=$$other $(BIN)/pytest tests -q -p no:cacheprovider > $$log 2>&1; \
+	  echo $$? > $$log.rc ) & \
+	$(BIN)/pytest tests -q; first=$$?; wait; \
+	echo "== the unit tests with ATEN_CPU_CAPABILITY=$$other (another CPU's rounding):"; \
+	cat $$log; second=$$(cat $$log.rc); rm -f $$log $$log.rc; \
+	test $$first -eq 0 && test $$second -eq 0
 
 # The student edition, made from the executed chapters of the last `make html` (it executes
 # nothing), then checked to hold no solution.

@@ -233,3 +233,41 @@ def test_the_code_hash_covers_the_files_of_wrapped_models():
     # the same wrapper (zoo.py) around models from different files hashes differently
     assert model_code_sha256(lstm) != model_code_sha256(gru)
     assert model_code_sha256(lstm) == model_code_sha256(lstm_again)
+
+
+class _WithFrozenTable(nn.Module):
+    """A trained linear map over a frozen random table drawn from ``table_seed``."""
+
+    def __init__(self, table_seed: int = 0):
+        super().__init__()
+        table = torch.randn(50, 3, generator=torch.Generator().manual_seed(table_seed))
+        self.table = nn.Embedding.from_pretrained(table, freeze=True)
+        self.linear = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+def test_a_frozen_parameter_is_left_out_and_drawn_again_on_loading(folder):
+    torch.manual_seed(0)
+    made = train_or_load("frozen", _WithFrozenTable(), _train, profile=FULL, config=CONFIG)
+    saved = torch.load(folder / "frozen.pt", weights_only=True)
+    record = json.loads((folder / "frozen.json").read_text())
+    assert set(saved) == {"linear.weight", "linear.bias"}
+    assert record["rebuilt"]["names"] == ["table.weight"]
+    torch.manual_seed(1)  # other trained weights to start from: the checkpoint replaces them
+    loaded = train_or_load(
+        "frozen", _WithFrozenTable(), _must_not_train, profile=QUICK, config=CONFIG
+    )
+    _assert_same_weights(made.model, loaded.model)
+
+
+def test_a_model_that_draws_its_frozen_parameter_differently_is_refused(folder):
+    train_or_load("frozen", _WithFrozenTable(0), _train, profile=FULL, config=CONFIG)
+    with pytest.raises(CheckpointError, match=r"frozen parameters \['table.weight'\]"):
+        train_or_load("frozen", _WithFrozenTable(1), _must_not_train, profile=QUICK, config=CONFIG)
+
+
+def test_a_record_without_rebuilt_parameters_loads_every_tensor_from_the_file(trained, folder):
+    assert "rebuilt" not in json.loads((folder / f"{NAME}.json").read_text())
+    assert set(torch.load(folder / f"{NAME}.pt", weights_only=True)) == {"weight", "bias"}

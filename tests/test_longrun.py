@@ -91,6 +91,24 @@ def test_resuming_gives_the_weights_of_an_uninterrupted_run(tmp_path):
     assert len(resumed.commands) == 2  # one per session
 
 
+def test_resuming_continues_the_masks_drawn_from_torchs_generator(tmp_path):
+    """A loss that draws a dropout-like mask from the global generator at every step: the
+    resumed run must draw the masks the uninterrupted run drew, not the first chunk's again."""
+
+    def masked(model, batch):
+        x, y = batch
+        keep = (torch.rand(x.shape[0], 1) < 0.5).float()
+        return (keep * (model(x) - y) ** 2).mean()
+
+    straight = longrun.train(tiny_run(steps=12, loss_fn=masked), tmp_path / "a", report=None)
+    longrun.train(tiny_run(steps=4, loss_fn=masked), tmp_path / "b", report=None)
+    torch.manual_seed(12345)  # whatever the generator holds when the next session starts
+    resumed = longrun.train(
+        tiny_run(steps=12, loss_fn=masked), tmp_path / "b", resume=True, report=None
+    )
+    assert weights_sha256(resumed.model.state_dict()) == weights_sha256(straight.model.state_dict())
+
+
 def test_resume_without_a_snapshot_starts_afresh(tmp_path):
     result = longrun.train(tiny_run(steps=4), tmp_path / "new", resume=True, report=None)
     assert result.steps == 4

@@ -71,7 +71,7 @@ def test_the_loss_carries_the_state_from_window_to_window_and_restarts_at_0():
     model = charlm.build_char_lm("lstm", 4, 6)
     text = torch.randint(charlm.V, (2, 21))
     x, y = text[:, :-1], text[:, 1:]
-    loss = charlm.CarriedWindowLoss()
+    loss = tiny_run().loss_fn
     loss(model, (0, x[:, :10], y[:, :10]))
     second = loss(model, (1, x[:, 10:], y[:, 10:]))
     logits, _ = model(x)  # both windows in one pass

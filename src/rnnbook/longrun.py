@@ -14,8 +14,10 @@ rule. :func:`train` then runs it in chunks of ``eval_every`` steps of
 * asks the stop rule whether the run is done.
 
 Determinism: the batch of step ``t`` must be a function of ``t`` alone (a generator seeded
-with ``t``), and the model's initial weights a function of the run's seed. Then a resumed run
-gives the weights of an uninterrupted one, bit for bit, on the same machine with one thread.
+with ``t``), and the model's initial weights a function of the run's seed. The snapshot keeps
+torch's global generator, so random masks drawn from it in training (dropout, zoneout) go on
+where they stopped. Then a resumed run gives the weights of an uninterrupted one, bit for bit,
+on the same machine with one thread.
 
 The NaN guard is ``fit``'s: a non-finite loss or gradient stops the chunk before the
 optimizer uses it; :func:`train` then raises :class:`rnnbook.train.NonFiniteError` and leaves
@@ -193,7 +195,9 @@ def read_curve(path: Path) -> list[dict[str, float | None]]:
 
 def _save_snapshot(path: Path, model, optimizer, state: dict) -> None:
     tmp = path.with_name(f".{path.name}.part")
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), **state}, tmp)
+    weights = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
+    # torch's global generator too: the masks of dropout or zoneout go on where they stopped
+    torch.save({**weights, "torch_rng": torch.get_rng_state(), **state}, tmp)
     os.replace(tmp, path)
 
 
@@ -275,7 +279,9 @@ def train(
             )
         model.load_state_dict(snapshot["model"])
         optimizer.load_state_dict(snapshot["optimizer"])
-        state = {k: v for k, v in snapshot.items() if k not in ("model", "optimizer")}
+        if "torch_rng" in snapshot:  # snapshots written before it was kept have none
+            torch.set_rng_state(snapshot["torch_rng"])
+        state = {k: v for k, v in snapshot.items() if k not in ("model", "optimizer", "torch_rng")}
         state["commands"] = [*state["commands"], origin["command"]]
         write_curve(curve_path, state["rows"])  # drop rows written after the snapshot
         say(f"resumed {portable(snapshot_path)} at step {state['step']}")

@@ -296,10 +296,11 @@ def _check_streams(x: torch.Tensor, y: torch.Tensor) -> None:
         )
 
 
-class _Windows:
+class BPTTWindows:
     """Window ``step % per_epoch`` of the streams x, y (B, N, ...): a batch source for
-    :func:`fit`. A batch is ``(index, x_window, y_window)``, windows of ``k`` steps
-    starting at 0, k, 2k, ...; the last one is shorter when k does not divide N."""
+    :func:`fit` and for long runs, a function of the step alone. A batch is
+    ``(index, x_window, y_window)``, windows of ``k`` steps starting at 0, k, 2k, ...;
+    the last one is shorter when k does not divide N."""
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, k: int):
         self.x, self.y, self.k = x, y, k
@@ -314,8 +315,8 @@ class _Windows:
         return index, self.x[:, s : s + self.k], self.y[:, s : s + self.k]
 
 
-class _CarriedState:
-    """A ``loss_fn`` for :func:`fit` over :class:`_Windows` that carries the model's state.
+class CarriedState:
+    """A ``loss_fn`` for :func:`fit` over :class:`BPTTWindows` that carries the model's state.
 
     Window 0 of every epoch starts from ``initial``; every later window starts from the
     state the previous window ended in, detached, so backpropagation stops at the window's
@@ -361,7 +362,7 @@ def tbptt_loop(
     _check_streams(x, y)
     if x.shape[1] == 0:
         return [], state
-    windows, carried = _Windows(x, y, k), _CarriedState(loss_fn, state, carry)
+    windows, carried = BPTTWindows(x, y, k), CarriedState(loss_fn, state, carry)
     history = fit(
         model,
         windows,
@@ -477,7 +478,7 @@ def fit_lm(
     if valid is not None:
         _check_lm_stream(valid, "valid")
     convert = math.exp if report == "ppl" else (lambda loss: loss / LN2)
-    windows = _Windows(train[:, :-1], train[:, 1:], k)
+    windows = BPTTWindows(train[:, :-1], train[:, 1:], k)
 
     def evaluate(m: nn.Module) -> dict[str, float]:
         return {} if valid is None else {f"valid_{report}": convert(lm_loss(m, valid, k))}
@@ -485,7 +486,7 @@ def fit_lm(
     history = fit(
         model,
         windows,
-        _CarriedState(token_cross_entropy),
+        CarriedState(token_cross_entropy),
         steps=epochs * windows.per_epoch,
         lr=lr,
         optimizer=optimizer,

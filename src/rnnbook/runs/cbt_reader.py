@@ -344,7 +344,8 @@ def cbt_reader_run(
 # Chapter 8 loads it (quick profile) or retrains it (full); tests/test_book_checkpoints.py
 # checks the committed checkpoint against it (it needs the offline mirror's CBT books). 2,000
 # steps of 32 questions: 35 minutes on one thread of a shared 2-core machine, held-out accuracy
-# 19.4 % NE and 18.3 % CN; 149,760 trained weights and 397,024 frozen (the word vectors), 2.2 MB.
+# 19.4 % NE and 18.3 % CN; 149,760 trained weights (0.6 MB) and 397,024 frozen, the word vectors,
+# which the checkpoint leaves out: the model draws them again from the seed.
 # Each takes the keyword ``device`` (default "cpu").
 BOOK_RUNS = {"cbt-reader": lambda **device: cbt_reader_run(**device)}
 BOOK_COMMANDS = {"cbt-reader": "python -m rnnbook.runs cbt --out-dir runs/cbt-reader"}

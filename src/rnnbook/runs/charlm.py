@@ -7,9 +7,10 @@ Chapter 2 trains the same model on a slice for a few seconds.
 
 Data and recipe (char-rnn's, on one CPU thread): the whole training split (5,017,482
 characters) cut into ``batch`` parallel streams (:func:`rnnbook.data.ptb.batchify`); step
-``t`` trains on BPTT window ``t mod W`` of them (W windows of ``k`` characters per epoch),
-starting from the state the previous window ended in, detached (truncated BPTT, Chapter 1),
-and from the zero state at the start of every epoch. Adam at ``lr``, gradients clipped to
+``t`` trains on BPTT window ``t mod W`` of them (W windows of ``k`` characters per epoch,
+:class:`rnnbook.train.BPTTWindows`), starting from the state the previous window ended in,
+detached (truncated BPTT, Chapter 1), and from the zero state at the start of every epoch
+(:class:`rnnbook.train.CarriedState`). Adam at ``lr``, gradients clipped to
 global norm ``clip``. The batch of a step is a function of the step alone; the carried state
 is not in the snapshot, so a *resumed* run starts its first window from the zero state and
 matches an uninterrupted one only approximately.
@@ -38,7 +39,13 @@ from rnnbook import longrun
 from rnnbook.data.ptb import batchify, ptb_slice
 from rnnbook.models import LanguageModel, torch_lstm
 from rnnbook.runtime import seed_everything
-from rnnbook.train import NonFiniteError, bits_per_char, token_cross_entropy
+from rnnbook.train import (
+    BPTTWindows,
+    CarriedState,
+    NonFiniteError,
+    bits_per_char,
+    token_cross_entropy,
+)
 
 V = 50  # the PTB characters with <eos>: the closed vocabulary of ptb_slice(level="char")
 VALID_STREAMS = 16
@@ -75,21 +82,6 @@ def build_char_lm(cell: str = "lstm", embedding: int = 32, hidden: int = 256) ->
     return LanguageModel(V, core)
 
 
-class CarriedWindowLoss:
-    """``loss_fn(model, (index, x, y))``: the mean cross-entropy (nats) of one BPTT window,
-    read from the state the previous window ended in (detached), or from zero at index 0."""
-
-    def __init__(self):
-        self.state = None
-
-    def __call__(self, model: nn.Module, batch) -> torch.Tensor:
-        index, x, y = batch
-        logits, state = model(x, None if index == 0 else self.state)
-        detached = tuple(s.detach() for s in state) if isinstance(state, tuple) else None
-        self.state = state.detach() if detached is None else detached
-        return token_cross_entropy(logits, y)
-
-
 def charlm_run(
     *,
     cell: str = "lstm",
@@ -113,17 +105,9 @@ def charlm_run(
         return build_char_lm(cell, embedding, hidden).to(device)
 
     @functools.cache
-    def streams() -> torch.Tensor:
-        return batchify(char_data()[0], batch).to(device)  # (batch, N // batch)
-
-    def per_epoch() -> int:
-        return -(-(streams().shape[1] - 1) // k)  # windows per epoch, the last one shorter
-
-    def train_batch(step: int):
-        index = step % per_epoch()
-        s = index * k
-        window = streams()[:, s : s + k + 1]
-        return index, window[:, :-1], window[:, 1:]
+    def windows() -> BPTTWindows:
+        streams = batchify(char_data()[0], batch).to(device)  # (batch, N // batch)
+        return BPTTWindows(streams[:, :-1], streams[:, 1:], k)
 
     @functools.cache
     def valid_streams() -> torch.Tensor:
@@ -153,8 +137,8 @@ def charlm_run(
         name=name or f"{cell}-ptb-char",
         config=config,
         build_model=build_model,
-        batch=train_batch,
-        loss_fn=CarriedWindowLoss(),
+        batch=lambda step: windows()(step),
+        loss_fn=CarriedState(token_cross_entropy),
         evaluate=evaluate,
         optimizer=lambda parameters: torch.optim.Adam(parameters, lr=lr),
         steps=steps,
