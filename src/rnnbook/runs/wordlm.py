@@ -1,7 +1,7 @@
 """The word-level language models of Chapters 6 and 7, trained until they stop improving.
 
-Chapters 6 (SBA) and 7 (zoneout) train their models live for three passes over the PTB
-slice, which leaves them far from converged: the LSTM's validation perplexity still falls by
+Chapters 6 (SBA) and 7 (zoneout) train their models live for two or three passes over the
+PTB slice, which leaves them far from converged: the LSTM's validation perplexity still falls by
 more than ten points per pass. This run trains the same models, from the same initial
 weights, on the same slice with the same recipe, for ``passes`` passes, so that the quick
 profile can load them (:func:`rnnbook.longrun.train_or_load`) and show what each model
