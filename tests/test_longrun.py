@@ -109,6 +109,12 @@ def test_resuming_continues_the_masks_drawn_from_torchs_generator(tmp_path):
     assert weights_sha256(resumed.model.state_dict()) == weights_sha256(straight.model.state_dict())
 
 
+@pytest.mark.parametrize("rel_tol", [0.0, 1.0, 1, -1e-4])
+def test_a_reproduction_tolerance_outside_0_1_is_refused(rel_tol):
+    with pytest.raises(ValueError, match="rel_tol must be a float in"):
+        tiny_run(rel_tol=rel_tol)
+
+
 def test_resume_without_a_snapshot_starts_afresh(tmp_path):
     result = longrun.train(tiny_run(steps=4), tmp_path / "new", resume=True, report=None)
     assert result.steps == 4

@@ -123,14 +123,22 @@ def split_state(model: nn.Module) -> tuple[dict, dict]:
 
     A frozen parameter is not trained: the model's constructor draws it again from the run's
     seed (the random word vectors of Chapter 8's reader, 1.6 MB of its 2.2), so storing it
-    would only make the file larger. The record keeps its hash instead, and
-    :func:`load_checkpoint` refuses a model that rebuilds it differently.
+    would only make the file larger. The record keeps its hash and two sums instead
+    (:func:`rebuilt_sums`), and :func:`load_checkpoint` refuses a model that rebuilds it
+    differently.
     """
     frozen = {name for name, p in model.named_parameters() if not p.requires_grad}
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     saved = {k: v for k, v in state.items() if k not in frozen}
     rebuilt = {k: v for k, v in state.items() if k in frozen}
     return saved, rebuilt
+
+
+def rebuilt_sums(tensors: dict[str, torch.Tensor]) -> list[float]:
+    """The sum and the sum of squares of every value, in float64: numbers that another CPU's
+    rounding of the same random draws moves by a few ulp, and another seed by far more."""
+    values = torch.cat([tensors[k].detach().cpu().double().flatten() for k in sorted(tensors)])
+    return [float(values.sum()), float((values * values).sum())]
 
 
 def save_checkpoint(model: nn.Module, name: str, config: dict, summary: dict, seconds: float):
@@ -150,7 +158,11 @@ def save_checkpoint(model: nn.Module, name: str, config: dict, summary: dict, se
         "summary": as_json(summary),
     }
     if rebuilt:
-        record["rebuilt"] = {"names": sorted(rebuilt), "sha256": weights_sha256(rebuilt)}
+        record["rebuilt"] = {
+            "names": sorted(rebuilt),
+            "sha256": weights_sha256(rebuilt),
+            "sums": rebuilt_sums(rebuilt),
+        }
     for suffix, write in (
         (".pt", lambda f: torch.save(state, f)),
         (".json", lambda f: f.write(json.dumps(record, indent=2, sort_keys=True).encode())),
@@ -189,9 +201,18 @@ def load_checkpoint(model: nn.Module, name: str, config: dict) -> dict:
             f"the record says {str(record.get('weights_sha256'))[:12]}…"
         )
     if "rebuilt" in record:  # frozen parameters, drawn again by the model's constructor
-        rebuilt = {k: v.detach().cpu() for k, v in model.state_dict().items()
-                   if k in record["rebuilt"]["names"]}  # fmt: skip
-        if weights_sha256(rebuilt) != record["rebuilt"]["sha256"]:
+        current, names = model.state_dict(), record["rebuilt"]["names"]
+        if any(k not in current for k in names):
+            raise CheckpointError(f"checkpoint {name!r} needs the model to have {names}")
+        rebuilt = {k: current[k].detach().cpu() for k in names}
+        # Bit for bit on the machine that made the checkpoint; elsewhere the vector kernels
+        # that draw random numbers round differently, so the two sums must agree closely.
+        same = weights_sha256(rebuilt) == record["rebuilt"]["sha256"]
+        (total, squares), (total_0, squares_0) = rebuilt_sums(rebuilt), record["rebuilt"]["sums"]
+        close = abs(total - total_0) <= 1e-6 * squares_0 and abs(squares - squares_0) <= (
+            1e-6 * squares_0
+        )
+        if not (same or close):
             raise CheckpointError(
                 f"checkpoint {name!r} leaves out the frozen parameters "
                 f"{record['rebuilt']['names']}, which the model is to draw again from its "

@@ -85,6 +85,10 @@ class LongRun:
             with the curve's rows so far and the last ``recent`` training values (in
             ``train_unit``); a reason ends the run.
         recent: how many training values the stop rule and the summary look back on.
+        rel_tol: how closely, relatively, the checkpoint must reproduce its recorded
+            evaluation on another machine (:func:`reproduce`). Rounding differs between CPUs;
+            a model with discrete decisions (SBA) turns a rounding difference into a flipped
+            decision now and then, and needs more room than a smooth one.
     """
 
     name: str
@@ -102,6 +106,7 @@ class LongRun:
     train_unit: Callable[[float], float] = float
     stop_rule: Callable[[list[dict], list[float]], str | None] | None = None
     recent: int = 100
+    rel_tol: float = 1e-4
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name or "/" in self.name:
@@ -109,6 +114,8 @@ class LongRun:
         check_positive_int(self.steps, "steps")
         check_positive_int(self.eval_every, "eval_every")
         check_positive_int(self.recent, "recent")
+        if not (isinstance(self.rel_tol, float) and 0 < self.rel_tol < 1):
+            raise ValueError(f"rel_tol must be a float in (0, 1), got {self.rel_tol!r}")
         if "steps" in self.config:
             raise ValueError("config must not hold 'steps': the trainer adds the steps it trained")
         as_json(self.config)
@@ -455,12 +462,13 @@ def publish(run: LongRun, result: Result, extra: dict | None = None) -> dict:
     return record
 
 
-def reproduce(run: LongRun, *, abs_tol: float = 1 / 64, rel_tol: float = 1e-4):
+def reproduce(run: LongRun, *, abs_tol: float = 1 / 64, rel_tol: float | None = None):
     """Load checkpoint ``run.name`` into a fresh model and evaluate it as the run did.
 
     Returns ``(model, record, mismatches)``: every metric of the record's ``final_eval`` that
-    the loaded model does not reproduce within ``abs_tol`` or ``rel_tol`` (rounding differs
-    between CPUs: a count averaged over a batch may move by one in 64), as ``{metric:
+    the loaded model does not reproduce within ``abs_tol`` or ``rel_tol`` (default
+    ``run.rel_tol``; rounding differs between CPUs: a count averaged over a batch may move by
+    one in 64), as ``{metric:
     (recorded, now)}``. A warning about changed code is not raised here: the caller decides.
     """
     model = run.build_model()
@@ -470,7 +478,8 @@ def reproduce(run: LongRun, *, abs_tol: float = 1 / 64, rel_tol: float = 1e-4):
     now = _evaluate(run, model)
     mismatches = {}
     for metric, recorded in record["summary"].get("final_eval", {}).items():
-        if not math.isclose(now[metric], recorded, rel_tol=rel_tol, abs_tol=abs_tol):
+        tolerance = run.rel_tol if rel_tol is None else rel_tol
+        if not math.isclose(now[metric], recorded, rel_tol=tolerance, abs_tol=abs_tol):
             mismatches[metric] = (recorded, now[metric])
     if not record["summary"].get("final_eval"):
         mismatches["final_eval"] = ("missing from the record", None)
