@@ -27,6 +27,7 @@ the last good snapshot as it was.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import platform
@@ -460,6 +461,38 @@ def publish(run: LongRun, result: Result, extra: dict | None = None) -> dict:
                 f"the reloaded checkpoint evaluates {key} as {reloaded[key]}, not {value}"
             )
     return record
+
+
+def run_and_publish(
+    run: LongRun,
+    out_dir: Path,
+    *,
+    resume: bool,
+    threads: int,
+    extra: Callable[[Result], dict] = lambda result: {},
+) -> int:
+    """What every ``python -m rnnbook.runs TASK`` does with its run: :func:`train` it in
+    ``out_dir``, :func:`publish` the checkpoint and write ``<out_dir>/summary.json``.
+
+    ``extra(result)`` adds entries to the record's summary (the threads and the learning
+    curve's place are always there). Returns the exit code: 0 when the checkpoint is
+    written, 1 when the run is refused, 2 on a NaN or inf.
+    """
+    try:
+        result = train(run, out_dir, resume=resume, threads=threads)
+    except RunError as error:
+        log(f"refused: {error}")
+        return 1
+    except NonFiniteError:
+        return 2
+    details = {"threads": threads, **extra(result), "learning_curve": portable(result.curve)}
+    record = publish(run, result, details)
+    (Path(out_dir) / "summary.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    log(
+        f"wrote checkpoint {run.name!r} after {result.steps:,} steps, {result.seconds:.0f} s; "
+        f"{record['summary']['final_eval']}"
+    )
+    return 0
 
 
 def reproduce(run: LongRun, *, abs_tol: float = 1 / 64, rel_tol: float | None = None):

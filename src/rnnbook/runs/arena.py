@@ -10,14 +10,12 @@ their checkpoints; ``--resume`` continues runs that were stopped.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from rnnbook import longrun
 from rnnbook.arena import harness, zoo
 from rnnbook.arena.tasks import AddingTask, MemoryTask, PendulumTask
-from rnnbook.train import NonFiniteError
 
 # The book's runs: task -> (the task, {model: updates}). Every model of a task sees the same
 # batches in the same order, and every model has the same budget of updates except the NTM and
@@ -94,25 +92,15 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     for model in args.models:
         run = book_run(args.task, model, args.seed)
-        folder = args.out_dir / run.name
-        try:
-            result = longrun.train(run, folder, resume=args.resume, threads=args.threads)
-        except longrun.RunError as error:
-            longrun.log(f"refused: {error}")
-            return 1
-        except NonFiniteError:
-            return 2
-        extra = {
-            "threads": args.threads,
-            "label": zoo.entry_of(model).label,
-            "learning_curve": longrun.portable(result.curve),
-        }
-        record = longrun.publish(run, result, extra)
-        (folder / "summary.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-        longrun.log(
-            f"wrote {run.name!r}: {result.steps:,} steps, {result.seconds:.0f} s, "
-            f"{record['summary']['final_eval']}"
+        code = longrun.run_and_publish(
+            run,
+            args.out_dir / run.name,
+            resume=args.resume,
+            threads=args.threads,
+            extra=lambda result, model=model: {"label": zoo.entry_of(model).label},
         )
+        if code:
+            return code
     return 0
 
 

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -56,7 +55,7 @@ from rnnbook.data import cbt
 from rnnbook.data.ptb import vocabulary
 from rnnbook.models.han import HAN, cloze_loss
 from rnnbook.runtime import seed_everything
-from rnnbook.train import EpochBatches, NonFiniteError
+from rnnbook.train import EpochBatches
 
 V = 12_407  # the five test books' words, lower-cased, with <pad>, xxxxx and <unk>
 KIND_COUNTS = {"NE": 1151, "CN": 6637}  # every question build_questions finds in the books
@@ -397,28 +396,17 @@ def main(argv=None) -> int:
         held_out_book=args.held_out_book,
         name=args.name,
     )
-    try:
-        result = longrun.train(run, args.out_dir, resume=args.resume, threads=args.threads)
-    except longrun.RunError as error:
-        longrun.log(f"refused: {error}")
-        return 1
-    except NonFiniteError:
-        return 2
-    data = cbt_data(args.held_out_book)
-    extra = {
-        "seed": args.seed,
-        "threads": args.threads,
-        "questions": {"train": len(data.train), "held_out": len(data.held_out)},
-        "learning_curve": longrun.portable(result.curve),
-    }
-    record = longrun.publish(run, result, extra)
-    (args.out_dir / "summary.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    final = result.rows[-1]
-    longrun.log(
-        f"wrote checkpoint {run.name!r} after {result.steps:,} steps, {result.seconds:.0f} s; "
-        f"held-out accuracy NE {final['held_out_acc_NE']:.3f}, CN {final['held_out_acc_CN']:.3f}"
+
+    def extra(result) -> dict:
+        data = cbt_data(args.held_out_book)
+        return {
+            "seed": args.seed,
+            "questions": {"train": len(data.train), "held_out": len(data.held_out)},
+        }
+
+    return longrun.run_and_publish(
+        run, args.out_dir, resume=args.resume, threads=args.threads, extra=extra
     )
-    return 0
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import math
 import sys
 from pathlib import Path
@@ -42,7 +41,6 @@ from rnnbook.runtime import seed_everything
 from rnnbook.train import (
     BPTTWindows,
     CarriedState,
-    NonFiniteError,
     bits_per_char,
     token_cross_entropy,
 )
@@ -209,25 +207,13 @@ def main(argv=None) -> int:
         eval_every=args.eval_every,
         name=args.name,
     )
-    try:
-        result = longrun.train(run, args.out_dir, resume=args.resume, threads=args.threads)
-    except longrun.RunError as error:
-        longrun.log(f"refused: {error}")
-        return 1
-    except NonFiniteError:
-        return 2
-    extra = {
-        "seed": args.seed,
-        "threads": args.threads,
-        "learning_curve": longrun.portable(result.curve),
-    }
-    record = longrun.publish(run, result, extra)
-    (args.out_dir / "summary.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    longrun.log(
-        f"wrote checkpoint {run.name!r} after {result.steps:,} steps, {result.seconds:.0f} s; "
-        f"valid bpc {result.rows[-1]['valid_bpc']:.4f}"
+    return longrun.run_and_publish(
+        run,
+        args.out_dir,
+        resume=args.resume,
+        threads=args.threads,
+        extra=lambda result: {"seed": args.seed},
     )
-    return 0
 
 
 if __name__ == "__main__":

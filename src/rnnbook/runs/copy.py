@@ -17,7 +17,6 @@ through :func:`rnnbook.longrun.train_or_load`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -28,7 +27,6 @@ from rnnbook.data.synthetic import copy_task
 from rnnbook.models.lstm import StackedLSTM
 from rnnbook.models.ntm import NTM, bit_errors_per_sequence, bits_per_sequence, copy_loss
 from rnnbook.runtime import seed_everything
-from rnnbook.train import NonFiniteError
 
 WIDTH = 8  # data bits per vector; the input has one more channel, the delimiter
 MIN_LENGTH = 1
@@ -334,29 +332,19 @@ def main(argv=None) -> int:
     """Exit 0 when the checkpoint is written, 1 when the run is refused, 2 on a NaN or inf."""
     args = parse_args(argv)
     run = run_from_args(args)
-    try:
-        result = longrun.train(run, args.out_dir, resume=args.resume, threads=args.threads)
-    except longrun.RunError as error:
-        longrun.log(f"refused: {error}")
-        return 1
-    except NonFiniteError:
-        return 2
-    final = result.rows[-1]
-    extra = {
-        "seed": args.seed,
-        "threads": args.threads,
-        "solved": result.stopped is not None,
-        "bit_errors_per_sequence": {str(L): final[f"bit_errors_L{L}"] for L in EVAL_LENGTHS},
-        "eval": f"{EVAL_BATCH} sequences per length, generator {EVAL_SEED_BASE} + L",
-        "learning_curve": longrun.portable(result.curve),
-    }
-    record = longrun.publish(run, result, extra)
-    (args.out_dir / "summary.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    longrun.log(
-        f"wrote checkpoint {run.name!r} after {result.steps:,} steps, {result.seconds:.0f} s; "
-        f"bit errors per sequence {extra['bit_errors_per_sequence']}"
+
+    def extra(result) -> dict:
+        final = result.rows[-1]
+        return {
+            "seed": args.seed,
+            "solved": result.stopped is not None,
+            "bit_errors_per_sequence": {str(L): final[f"bit_errors_L{L}"] for L in EVAL_LENGTHS},
+            "eval": f"{EVAL_BATCH} sequences per length, generator {EVAL_SEED_BASE} + L",
+        }
+
+    return longrun.run_and_publish(
+        run, args.out_dir, resume=args.resume, threads=args.threads, extra=extra
     )
-    return 0
 
 
 if __name__ == "__main__":

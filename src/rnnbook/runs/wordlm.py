@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import math
 import sys
 from pathlib import Path
@@ -57,7 +56,7 @@ from rnnbook.models import LanguageModel, LSTMCell
 from rnnbook.models.sba import SBALSTMCell
 from rnnbook.models.zoneout import GateZoneoutLSTMCell, ZoneoutLSTMCell
 from rnnbook.runtime import seed_everything
-from rnnbook.train import BPTTWindows, CarriedState, NonFiniteError, perplexity, token_cross_entropy
+from rnnbook.train import BPTTWindows, CarriedState, perplexity, token_cross_entropy
 
 N_TRAIN, N_VALID, VOCAB = 100_000, 20_000, 2_000  # the slice of Chapters 5-7
 HIDDEN, STREAMS, K, CLIP = 128, 32, 35, 10.0
@@ -233,25 +232,13 @@ def main(argv=None) -> int:
     run = wordlm_run(
         model=args.model, seed=args.seed, passes=args.passes, lr=args.lr, name=args.name
     )
-    try:
-        result = longrun.train(run, args.out_dir, resume=args.resume, threads=args.threads)
-    except longrun.RunError as error:
-        longrun.log(f"refused: {error}")
-        return 1
-    except NonFiniteError:
-        return 2
-    extra = {
-        "seed": args.seed,
-        "threads": args.threads,
-        "learning_curve": longrun.portable(result.curve),
-    }
-    record = longrun.publish(run, result, extra)
-    (args.out_dir / "summary.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    longrun.log(
-        f"wrote checkpoint {run.name!r} after {result.steps:,} steps, {result.seconds:.0f} s; "
-        f"valid ppl {result.rows[-1]['valid_ppl']:.2f}"
+    return longrun.run_and_publish(
+        run,
+        args.out_dir,
+        resume=args.resume,
+        threads=args.threads,
+        extra=lambda result: {"seed": args.seed},
     )
-    return 0
 
 
 if __name__ == "__main__":
