@@ -26,6 +26,7 @@ the last good snapshot as it was.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import math
@@ -143,6 +144,24 @@ class Result:
     @property
     def curve(self) -> Path:
         return self.out_dir / CURVE_FILE
+
+
+def run_parser(task: str, description: str, example: str) -> argparse.ArgumentParser:
+    """The command line of ``python -m rnnbook.runs TASK``: the options every long run shares,
+    ``--out-dir`` (the run's folder), ``--resume`` (continue ``<out-dir>/snapshot.pt``) and
+    ``--threads``; the task adds its own. ``description`` says what the run trains and
+    ``example`` gives the options of one call."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m rnnbook.runs {task}",
+        description=f"{description}, and write its checkpoint (into RNNBOOK_CHECKPOINTS if "
+        "set, else checkpoints/).",
+        epilog=f"Example: python -m rnnbook.runs {task} {example} (add --resume to continue a "
+        "run that was stopped).",
+    )
+    parser.add_argument("--out-dir", type=Path, required=True, help="the run's folder")
+    parser.add_argument("--resume", action="store_true", help="continue <out-dir>/snapshot.pt")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    return parser
 
 
 def check_run_arguments(parser, args, whole: Iterable[str], positive: Iterable[str]) -> None:

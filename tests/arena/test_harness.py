@@ -3,7 +3,7 @@ training step on every task, the batches are seeded by the step, the evaluation 
 over sequences, the activation memory grows with the length, a row and a long run are built
 as the chapter describes, the optimiser's groups, and the book's run table.
 
-Everything runs on tiny configurations (T = 3 memory, T = 6 adding, batches of 2-8).
+Everything runs on tiny configurations (T = 3 memory, T = 6 adding and recall, batches of 2-8).
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ import torch
 from torch import nn
 
 from rnnbook.arena import harness, zoo
-from rnnbook.arena.tasks import AddingTask, MemoryTask, PendulumTask, memoryless_ce
+from rnnbook.arena.tasks import AddingTask, MemoryTask, PendulumTask, RecallTask, memoryless_ce
 from rnnbook.longrun import LongRun
 from rnnbook.runs import arena as arena_runs
 
 TASKS = {
     "memory": lambda: MemoryTask(T=3),
     "adding": lambda: AddingTask(T=6),
+    "recall": lambda: RecallTask(T=6, D=2),
     "pendulum": lambda: PendulumTask(),  # the dataset is built once per process (~2 s)
 }
 

@@ -5,6 +5,8 @@ the baseline a model must beat, for each long-term memory benchmark.
   loss (ltm-weighted-loss), reported as the unweighted cross-entropy per step and the number of
   recalled symbols, against the memoryless baseline (ltm-copy-baseline);
 * :class:`AddingTask`, the adding problem of Chapter 2, against the constant guess 1;
+* :class:`RecallTask`, delayed recall: at every step the bit seen D steps earlier, against the
+  memoryless guess (ln 2 nats, half the bits right);
 * :class:`PendulumTask`, the irregularly sampled double pendulum that stands in for Walker2d,
   against the "no change" guess.
 
@@ -21,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from rnnbook._validate import check_choice, check_positive_int, check_tensor
-from rnnbook.data.synthetic import adding_problem, copy_memory, copy_memory_symbols
+from rnnbook.data.synthetic import adding_problem, copy_memory, copy_memory_symbols, delayed_echo
 
 WEIGHTINGS = ("A", "B", "none")
 ENCODINGS = ("onehot", "scalar")
@@ -228,6 +230,71 @@ class AddingTask:
 
     def metrics(self, outputs: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
         return {"mse": float(F.mse_loss(self._answer(outputs, y), y))}
+
+
+IGNORE = -100  # the target of a step with nothing to recall (F.cross_entropy's ignore_index)
+
+
+@dataclass(frozen=True)
+class RecallTask:
+    """Delayed recall (:func:`rnnbook.data.synthetic.delayed_echo`): a stream of ``T`` fair
+    random bits, and at every step ``t >= D`` the answer is the bit of step ``t - D``.
+
+    Where the copying task asks for ten symbols held unchanged over a long gap, this one asks
+    for a window: the last ``D`` bits, all of them, at every step, each for exactly ``D``
+    steps. Outputs are two logits per step; the first ``D`` steps have no target
+    (``IGNORE``). A model that remembers nothing guesses each bit: ln 2 nats per step, half
+    the bits right.
+    """
+
+    T: int = 100
+    D: int = 20
+    name: str = field(default="recall", init=False)
+    metric: str = field(default="ce", init=False)
+    d_in: int = field(default=1, init=False)
+    d_out: int = field(default=2, init=False)
+
+    def __post_init__(self):
+        check_positive_int(self.T, "T")
+        check_positive_int(self.D, "D")
+        if self.D >= self.T:
+            raise ValueError(f"the delay D must be shorter than the stream: D={self.D}, T={self.T}")
+
+    @property
+    def key(self) -> str:
+        """``recall100d20``: the stream's length and the delay."""
+        return f"recall{self.T}d{self.D}"
+
+    @property
+    def length(self) -> int:
+        return self.T
+
+    @property
+    def lag(self) -> int:
+        """Every answer lies exactly D steps back."""
+        return self.D
+
+    @property
+    def baseline(self) -> float:
+        return math.log(2)
+
+    def batch(self, B: int, generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(x, y)``: bits (B, T, 1) and targets (B, T), ``IGNORE`` at the first D steps."""
+        x, y, mask = delayed_echo(B, self.T, self.D, generator)
+        return x, y.masked_fill(~mask, IGNORE)
+
+    def loss(self, outputs: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The mean cross-entropy over the steps with a target."""
+        _check_logits(outputs, y)
+        return F.cross_entropy(outputs.transpose(1, 2), y, ignore_index=IGNORE)
+
+    def metrics(self, outputs: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
+        """``ce``: the mean cross-entropy per step with a target; ``accuracy``: the share of
+        those steps whose bit is recalled (argmax = target)."""
+        _check_logits(outputs, y)
+        answered = y != IGNORE
+        hits = outputs.argmax(dim=-1)[answered] == y[answered]
+        return {"ce": float(self.loss(outputs, y)), "accuracy": float(hits.float().mean())}
 
 
 @functools.lru_cache(maxsize=4)

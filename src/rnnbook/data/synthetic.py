@@ -44,8 +44,8 @@ def delayed_echo(
     """Aligned many-to-many task: at each step output the bit seen ``D`` steps earlier.
 
     Returns ``x`` ``(B, T, 1)`` of bits in {0, 1}, targets ``y`` ``(B, T)`` (long) with
-    ``y_t = x_{t-D}``, and a boolean ``mask`` ``(B, T)`` that is False for ``t <= D`` where
-    the target is undefined (there ``y`` holds 0).
+    ``y_t = x_{t-D}``, and a boolean ``mask`` ``(B, T)`` that is False for ``t < D`` where
+    the target is undefined (there ``y`` holds 0), and True from step ``D`` on (0-based).
     """
     check_positive_int(D, "D")
     if D >= T:

@@ -5,6 +5,8 @@
 * ``copy``: Chapter 3's NTM and its LSTM baseline on the copy task (:mod:`rnnbook.runs.copy`).
 * ``charlm``: Chapter 2's character-level PTB language model (:mod:`rnnbook.runs.charlm`).
 * ``cbt``: Chapter 8's pointer reader on CBT-style questions (:mod:`rnnbook.runs.cbt_reader`).
+* ``syncloze``: Chapter 8's SynCloze readers at the full profile's size, with three seeds
+  (:mod:`rnnbook.runs.syncloze_readers`).
 * ``wordlm``: Chapters 6 and 7's word-level PTB-slice language models, SBA and zoneout
   (:mod:`rnnbook.runs.wordlm`).
 * ``arena``: Chapter 10's models side by side on long-term memory tasks (:mod:`rnnbook.runs.arena`).
@@ -14,6 +16,7 @@ TASKS = {
     "copy": "rnnbook.runs.copy",
     "charlm": "rnnbook.runs.charlm",
     "cbt": "rnnbook.runs.cbt_reader",
+    "syncloze": "rnnbook.runs.syncloze_readers",
     "wordlm": "rnnbook.runs.wordlm",
     "arena": "rnnbook.runs.arena",
 }

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rnnbook import longrun
 from rnnbook.arena import harness, zoo
-from rnnbook.arena.tasks import AddingTask, MemoryTask, PendulumTask
+from rnnbook.arena.tasks import AddingTask, MemoryTask, PendulumTask, RecallTask
 
 # The book's runs: task -> (the task, {model: updates}). Every model of a task sees the same
 # batches in the same order, and every model has the same budget of updates except the NTM and
@@ -40,6 +40,10 @@ BOOK_TASKS = {
         {**{model: 1000 for model in MEMORY_MODELS}, "ntm": 500, "dnc": 500},
     ),
     "adding": (AddingTask(T=200), {model: 1000 for model in ("lstm", "gru", "urnn", "lmu")}),
+    "recall": (
+        RecallTask(T=100, D=20),
+        {model: 1000 for model in ("srn", "lstm", "gru", "urnn", "lmu", "transformer")},
+    ),
     "pendulum": (
         PendulumTask(),
         {model: 1000 for model in ("lstm", "gru", "transformer", "recurrent-transformer")},

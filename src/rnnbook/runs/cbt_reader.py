@@ -46,7 +46,6 @@ import functools
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -354,16 +353,12 @@ BOOK_COMMANDS = {"cbt-reader": "python -m rnnbook.runs cbt --out-dir runs/cbt-re
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m rnnbook.runs cbt",
-        description="Train Chapter 8's HAN-ptr on CBT-style questions from the five CBT test "
-        "books (one held out) and write its checkpoint (into RNNBOOK_CHECKPOINTS if set, "
-        "else checkpoints/).",
-        epilog="Example: python -m rnnbook.runs cbt --out-dir runs/cbt-reader "
-        "(add --resume to continue a run that was stopped).",
+    parser = longrun.run_parser(
+        "cbt",
+        "Train Chapter 8's HAN-ptr on CBT-style questions from the five CBT test books "
+        "(one held out)",
+        "--out-dir runs/cbt-reader",
     )
-    parser.add_argument("--out-dir", type=Path, required=True, help="the run's folder")
-    parser.add_argument("--resume", action="store_true", help="continue <out-dir>/snapshot.pt")
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", type=int, default=32, help="questions per step")
@@ -372,7 +367,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--E", type=int, default=32, help="word-vector size")
     parser.add_argument("--H", type=int, default=64, help="units per direction")
     parser.add_argument("--eval-every", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--held-out-book", default=HELD_OUT_BOOK)
     parser.add_argument("--name", default="cbt-reader", help="checkpoint name")
     args = parser.parse_args(argv)

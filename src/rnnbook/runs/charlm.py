@@ -29,7 +29,6 @@ import argparse
 import functools
 import math
 import sys
-from pathlib import Path
 
 import torch
 from torch import nn
@@ -164,15 +163,11 @@ BOOK_COMMANDS = {"lstm-ptb-char": "python -m rnnbook.runs charlm --out-dir runs/
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m rnnbook.runs charlm",
-        description="Train Chapter 2's character-level PTB language model and write its "
-        "checkpoint (into RNNBOOK_CHECKPOINTS if set, else checkpoints/).",
-        epilog="Example: python -m rnnbook.runs charlm --out-dir runs/lstm-ptb-char "
-        "(add --resume to continue a run that was stopped).",
+    parser = longrun.run_parser(
+        "charlm",
+        "Train Chapter 2's character-level PTB language model",
+        "--out-dir runs/lstm-ptb-char",
     )
-    parser.add_argument("--out-dir", type=Path, required=True, help="the run's folder")
-    parser.add_argument("--resume", action="store_true", help="continue <out-dir>/snapshot.pt")
     parser.add_argument("--cell", choices=CELLS, default="lstm")
     parser.add_argument("--steps", type=int, default=30_000)
     parser.add_argument("--seed", type=int, default=0)
@@ -183,7 +178,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--embedding", type=int, default=32)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--eval-every", type=int, default=1000)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--name", help="checkpoint name (default <cell>-ptb-char)")
     args = parser.parse_args(argv)
     whole = ("steps", "batch", "k", "embedding", "hidden", "eval_every", "threads")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import torch
 
@@ -269,23 +268,18 @@ BOOK_COMMANDS = {
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m rnnbook.runs copy",
-        description="Train Chapter 3's NTM or its LSTM baseline on the copy task and write the "
-        "checkpoint (into RNNBOOK_CHECKPOINTS if set, else checkpoints/).",
-        epilog="Example: python -m rnnbook.runs copy --model ntm --seed 2 --out-dir runs/ntm-copy"
-        " (add --resume to continue a run that was stopped).",
+    parser = longrun.run_parser(
+        "copy",
+        "Train Chapter 3's NTM or its LSTM baseline on the copy task",
+        "--model ntm --seed 2 --out-dir runs/ntm-copy",
     )
     parser.add_argument("--model", required=True, choices=["ntm", "lstm"])
-    parser.add_argument("--out-dir", type=Path, required=True, help="the run's folder")
-    parser.add_argument("--resume", action="store_true", help="continue <out-dir>/snapshot.pt")
     parser.add_argument("--steps", type=int, default=31_250, help="the most steps to train")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--max-length", type=int, default=20, help="train on L ~ U{1..this}")
     parser.add_argument("--eval-every", type=int, default=250)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--name", help="checkpoint name (default ntm-copy or lstm-copy)")
     ntm = parser.add_argument_group("the NTM")
     ntm.add_argument("--N", type=int, default=128, help="memory rows")

@@ -46,7 +46,6 @@ import argparse
 import functools
 import math
 import sys
-from pathlib import Path
 
 import torch
 
@@ -206,20 +205,15 @@ BOOK_COMMANDS = {
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m rnnbook.runs wordlm",
-        description="Train one of Chapters 6 and 7's word-level PTB-slice language models "
-        "and write its checkpoint (into RNNBOOK_CHECKPOINTS if set, else checkpoints/).",
-        epilog="Example: python -m rnnbook.runs wordlm --model sba-ic --out-dir "
-        "runs/ptb-slice-sba-ic (add --resume to continue a run that was stopped).",
+    parser = longrun.run_parser(
+        "wordlm",
+        "Train one of Chapters 6 and 7's word-level PTB-slice language models",
+        "--model sba-ic --out-dir runs/ptb-slice-sba-ic",
     )
-    parser.add_argument("--out-dir", type=Path, required=True, help="the run's folder")
-    parser.add_argument("--resume", action="store_true", help="continue <out-dir>/snapshot.pt")
     parser.add_argument("--model", choices=sorted(MODELS), default="lstm")
     parser.add_argument("--passes", type=int, default=25)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     parser.add_argument("--name", help="checkpoint name (default ptb-slice-<model>)")
     args = parser.parse_args(argv)
     longrun.check_run_arguments(parser, args, ("passes", "threads"), positive=("lr",))

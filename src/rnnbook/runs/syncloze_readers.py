@@ -1,0 +1,220 @@
+"""Chapter 8's readers on SynCloze at the full profile's size, with three seeds.
+
+Chapter 8 trains its readers live on 2,000 SynCloze questions at E = H = 32 (the quick
+profile). This run trains them as the chapter's ``full`` profile does: 10,000 training and
+1,000 validation questions of S = 10 sentences, frozen word vectors of E = 64 entries,
+H = 64 units per direction, Adam at 3e-3, batches of 64, 8 passes (1,248 updates), no gradient
+clipping, validation accuracy after every pass. The quick profile loads the result
+(:func:`rnnbook.longrun.train_or_load`).
+
+Models (``--model``), every one a :class:`rnnbook.models.han.HAN` or the flat
+:class:`rnnbook.models.han.RAN` on the same word vectors:
+
+* ``han-ptr``, ``han-doc-vec``: HAN with the pointer head or the document-vector head;
+* ``ran``: the flat recurrent attention reader;
+* ``sgru-<where>``, ``sens-<where>``: HAN-ptr whose encoders named in ``where`` (``q``,
+  ``w``, ``s`` or ``ws``) skip with the SGRU (:class:`rnnbook.models.sba.SBAGRUCell`,
+  ``mode="module"``) or the SENS-GRU (``mode="ensemble"``), M = 8 modules, theta = 0.01: the
+  placement grid of the dissertation's Table 9.1 at one corner of its threshold grid.
+
+The data and the word vectors are those of the chapter with its seed 0
+(``make_syncloze(10_000, 1)``, ``make_syncloze(1_000, 2)``, ``syncloze_embeddings(.., 64, 0,
+n_types=4)``) whatever the run's ``seed``, which draws the reader's initial weights
+(``torch.manual_seed(seed)`` before the model is built) and the order of the batches; so
+seeds 0, 1 and 2 measure how much a result depends on the initial weights and the batch
+order, on the same questions.
+
+The learning curve's columns: ``valid_acc``, the share of the validation questions answered
+right, and for a skipping reader ``u_q``, ``u_w``, ``u_s`` (the update rates of its skipping
+encoders over real tokens and non-empty sentences, the mean of the two directions, as
+Chapter 8 counts them). ``train_loss`` is the mean cloze loss
+(:func:`rnnbook.models.han.cloze_loss`, renormalised over the candidates for the pointer) in nats.
+
+``python -m rnnbook.runs syncloze --help`` lists the options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+
+import torch
+
+from rnnbook import longrun
+from rnnbook.data import syncloze
+from rnnbook.models.han import HAN, RAN, cloze_loss
+from rnnbook.runtime import seed_everything
+from rnnbook.train import EpochBatches
+
+N_TRAIN, N_VALID, S = 10_000, 1_000, 10
+TRAIN_SEED, VALID_SEED, EMBEDDING_SEED = 1, 2, 0  # the chapter's with its seed 0
+E = H = 64
+BATCH, LR, PASSES = 64, 3e-3, 8
+M, THETA = 8, 0.01  # the placement grid's corner of the threshold grid
+PLACES = ("q", "w", "s", "ws")
+READERS = ("han-ptr", "han-doc-vec", "ran")
+MODELS = READERS + tuple(f"{cell}-{where}" for cell in ("sgru", "sens") for where in PLACES)
+SEEDS = (0, 1, 2)
+
+
+@functools.cache
+def training_questions() -> syncloze.SynCloze:
+    """The training questions, the same for every model and seed."""
+    return syncloze.make_syncloze(N_TRAIN, TRAIN_SEED, S=S)
+
+
+@functools.cache
+def validation_questions() -> syncloze.SynCloze:
+    """The validation questions of the learning curves, the same for every model and seed."""
+    return syncloze.make_syncloze(N_VALID, VALID_SEED, S=S)
+
+
+@functools.cache
+def word_vectors() -> torch.Tensor:
+    """The frozen word vectors of every model and seed. SynCloze's vocabulary does not depend
+    on the number of questions, so one question gives its size without building 10,000."""
+    V = len(syncloze.make_syncloze(1, TRAIN_SEED, S=S).vocab)
+    return syncloze.syncloze_embeddings(V, E, EMBEDDING_SEED, n_types=4)
+
+
+def head_of(model: str) -> str:
+    """The loss's head: ``"docvec"`` for the two document-vector readers, else ``"ptr"``."""
+    return "docvec" if model in ("han-doc-vec", "ran") else "ptr"
+
+
+def build_reader(model: str, embedding: torch.Tensor) -> HAN | RAN:
+    """The untrained reader ``model`` (a name of ``MODELS``) on ``embedding``, H = 64."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {list(MODELS)}, got {model!r}")
+    if model == "ran":
+        return RAN(embedding, H)
+    if model in READERS:
+        return HAN(embedding, H, head=head_of(model))
+    cell, where = model.split("-")
+    mode = "module" if cell == "sgru" else "ensemble"
+    return HAN(embedding, H, head="ptr", skip=dict(where=where, mode=mode, M=M, theta=THETA))
+
+
+def evaluate_reader(model: HAN | RAN, valid: syncloze.SynCloze) -> dict[str, float]:
+    """``valid_acc`` on every validation question, and a skipping reader's update rates."""
+    if isinstance(model, HAN):
+        model.reset_tally()
+    scores = model(valid.doc, valid.query, valid.cands).scores
+    row = {"valid_acc": float((scores.argmax(-1) == valid.answer).float().mean())}
+    if isinstance(model, HAN):
+        row.update({f"u_{place}": u for place, u in model.update_rates().items()})
+    return row
+
+
+def reader_run(
+    *, model: str = "han-ptr", seed: int = 0, passes: int = PASSES, name: str | None = None
+) -> longrun.LongRun:
+    """The long run of one of Chapter 8's SynCloze readers (see the module's text)."""
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {list(MODELS)}, got {model!r}")
+    head = head_of(model)
+
+    @functools.cache
+    def batches() -> EpochBatches:
+        train = training_questions()
+        return EpochBatches(
+            train.doc, train.query, train.cands, train.answer, batch_size=BATCH, seed=seed
+        )
+
+    def build_model() -> HAN | RAN:
+        embedding = word_vectors()
+        seed_everything(seed)  # as the chapter: torch.manual_seed(seed), then the model
+        return build_reader(model, embedding)
+
+    def loss_fn(reader, batch) -> torch.Tensor:
+        doc, query, cands, answer = batch
+        return cloze_loss(reader(doc, query, cands).scores, answer, head, renorm=True)
+
+    per_pass = N_TRAIN // BATCH
+    config = {
+        "task": "SynCloze",
+        "model": model,
+        "head": head,
+        "skip": None if model in READERS else {"M": M, "theta": THETA},
+        "loss": "cloze_loss, renormalised over the candidates",
+        "data": f"make_syncloze({N_TRAIN}, {TRAIN_SEED}, S={S}) for training, "
+        f"make_syncloze({N_VALID}, {VALID_SEED}, S={S}) for validation",
+        "word_vectors": f"syncloze_embeddings(V, {E}, {EMBEDDING_SEED}, n_types=4), frozen",
+        "embedding": E,
+        "hidden": H,
+        "batches": f"EpochBatches(batch_size={BATCH}, seed={seed})",
+        "passes": passes,
+        "optimizer": "adam",
+        "lr": LR,
+        "seed": seed,
+    }
+    return longrun.LongRun(
+        name=name or (f"syncloze-{model}" if seed == 0 else f"syncloze-{model}-seed{seed}"),
+        config=config,
+        build_model=build_model,
+        batch=lambda step: batches()(step),
+        loss_fn=loss_fn,
+        evaluate=lambda reader: evaluate_reader(reader, validation_questions()),
+        optimizer=lambda parameters: torch.optim.Adam(
+            [p for p in parameters if p.requires_grad], lr=LR
+        ),
+        steps=passes * per_pass,
+        eval_every=per_pass,
+        clip_mode=None,
+        train_column="train_loss",
+        recent=per_pass,
+    )
+
+
+# --- the runs behind the book's checkpoints and curves ---------------------------------------
+
+# Chapter 8 loads the three readers of seed 0 (quick profile) or retrains them (full): 174,336
+# trained weights, 0.7 MB each, the word vectors drawn again from their seed. Every other
+# model and seed of MODELS x SEEDS is kept as its learning curve only
+# (checkpoints/syncloze-<model>[-seed<k>].curve.csv).
+BOOK_RUNS = {f"syncloze-{model}": functools.partial(reader_run, model=model) for model in READERS}
+BOOK_COMMANDS = {
+    name: f"python -m rnnbook.runs syncloze --model {run.keywords['model']} --out-dir runs/{name}"
+    for name, run in BOOK_RUNS.items()
+}
+
+
+def curve_name(model: str, seed: int) -> str:
+    """The file stem of ``model``'s run with ``seed`` (its checkpoint's or curve's name)."""
+    return reader_run(model=model, seed=seed).name
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = longrun.run_parser(
+        "syncloze",
+        "Train one of Chapter 8's SynCloze readers at the full profile's size",
+        "--model sens-q --seed 1 --out-dir runs/syncloze-sens-q-seed1",
+    )
+    parser.add_argument("--model", choices=MODELS, default="han-ptr")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--passes", type=int, default=PASSES)
+    parser.add_argument("--name", help="checkpoint name (default syncloze-<model>[-seed<k>])")
+    args = parser.parse_args(argv)
+    longrun.check_run_arguments(parser, args, ("passes", "threads"), positive=())
+    return args
+
+
+def main(argv=None) -> int:
+    """Exit 0 when the checkpoint is written, 1 when the run is refused, 2 on a NaN or inf."""
+    args = parse_args(argv)
+    run = reader_run(model=args.model, seed=args.seed, passes=args.passes, name=args.name)
+    return longrun.run_and_publish(
+        run,
+        args.out_dir,
+        resume=args.resume,
+        threads=args.threads,
+        extra=lambda result: {"seed": args.seed},
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
