@@ -15,7 +15,8 @@ Models (``--model``), every one a :class:`rnnbook.models.han.HAN` or the flat
 * ``sgru-<where>``, ``sens-<where>``: HAN-ptr whose encoders named in ``where`` (``q``,
   ``w``, ``s`` or ``ws``) skip with the SGRU (:class:`rnnbook.models.sba.SBAGRUCell`,
   ``mode="module"``) or the SENS-GRU (``mode="ensemble"``), M = 8 modules, theta = 0.01: the
-  placement grid of the dissertation's Table 9.1 at one corner of its threshold grid.
+  placement grid of the dissertation's Table 9.1 at the centre of its grid of thresholds and
+  module counts.
 
 The data and the word vectors are those of the chapter with its seed 0
 (``make_syncloze(10_000, 1)``, ``make_syncloze(1_000, 2)``, ``syncloze_embeddings(.., 64, 0,
@@ -51,7 +52,7 @@ N_TRAIN, N_VALID, S = 10_000, 1_000, 10
 TRAIN_SEED, VALID_SEED, EMBEDDING_SEED = 1, 2, 0  # the chapter's with its seed 0
 E = H = 64
 BATCH, LR, PASSES = 64, 3e-3, 8
-M, THETA = 8, 0.01  # the placement grid's corner of the threshold grid
+M, THETA = 8, 0.01  # the centre of the source's grid of module counts and thresholds
 PLACES = ("q", "w", "s", "ws")
 READERS = ("han-ptr", "han-doc-vec", "ran")
 MODELS = READERS + tuple(f"{cell}-{where}" for cell in ("sgru", "sens") for where in PLACES)
