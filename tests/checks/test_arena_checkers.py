@@ -318,6 +318,14 @@ def _global_rng(B, T, N, generator):
     return _copy(draw=lambda B, N, g: torch.randint(0, N - 2, (B, 10)))(B, T, N, generator)
 
 
+def _shuffled_globally(B, T, N, generator):
+    """Right data, then the batch shuffled with the global random state (a student review:
+    with B = 4 two global permutations agreed by chance for one global seed in ten)."""
+    x, y = right_copy_memory(B, T, N, generator)
+    order = torch.randperm(B)
+    return x[order], y[order]
+
+
 def _fixed_rng(B, T, N, generator):
     g = torch.Generator().manual_seed(0)
     return _copy(draw=lambda B, N, _: torch.randint(0, N - 2, (B, 10), generator=g))(B, T, N, g)
@@ -426,6 +434,7 @@ COPY_MISTAKES = {
     "floats": (_copy(dtype=torch.float32), "integer indices(.|\n)*torch.long"),
     "int32": (_copy(dtype=torch.int32), "torch.long"),
     "global random state": (_global_rng, "global random state"),
+    "a shuffle with the global random state": (_shuffled_globally, "global random state"),
     "a generator of its own": (_fixed_rng, "do not depend on the generator"),
     "only x": (lambda B, T, N, g: right_copy_memory(B, T, N, g)[0], "not a pair of tensors"),
     "time first": (
@@ -511,6 +520,13 @@ def test_checkers_leave_the_global_random_state_alone():
     with pytest.raises(CheckFailed):
         checks.copy_memory(_global_rng)
     assert torch.equal(torch.rand(1), before)
+
+
+@pytest.mark.parametrize("global_seed", range(12))
+def test_a_global_shuffle_is_caught_whatever_the_global_seed(global_seed):
+    torch.manual_seed(global_seed)
+    with pytest.raises(CheckFailed, match="global random state"):
+        checks.copy_memory(_shuffled_globally)
 
 
 def test_checkers_are_deterministic():
