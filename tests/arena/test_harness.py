@@ -1,7 +1,8 @@
 """rnnbook.arena.zoo, rnnbook.arena.harness and rnnbook.runs.arena: every model takes a
 training step on every task, the batches are seeded by the step, the evaluation averages
 over sequences, the activation memory grows with the length, a row and a long run are built
-as the chapter describes, the optimiser's groups, and the book's run table.
+as the chapter describes, the optimiser's groups, the book's run table and the seed study's
+curves.
 
 Everything runs on tiny configurations (T = 3 memory, T = 6 adding and recall, batches of 2-8).
 """
@@ -9,11 +10,13 @@ Everything runs on tiny configurations (T = 3 memory, T = 6 adding and recall, b
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
+from rnnbook import longrun
 from rnnbook.arena import harness, zoo
 from rnnbook.arena.tasks import AddingTask, MemoryTask, PendulumTask, RecallTask, memoryless_ce
 from rnnbook.longrun import LongRun
@@ -292,6 +295,38 @@ def test_every_model_of_a_task_has_the_same_budget_but_the_external_memories():
     for name, (_, budgets) in arena_runs.BOOK_TASKS.items():
         if name != "memory":
             assert len(set(budgets.values())) == 1
+
+
+# --- the seed study's committed learning curves --------------------------------------------
+
+COMMITTED = Path(__file__).resolve().parents[2] / "checkpoints"
+
+
+def test_every_model_and_seed_of_the_study_has_its_curve():
+    for task_name, models in arena_runs.SEED_STUDY.items():
+        budgets = arena_runs.BOOK_TASKS[task_name][1]
+        for model in models:
+            for seed in arena_runs.SEEDS:
+                name = arena_runs.curve_name(task_name, model, seed)
+                assert name == arena_runs.book_run(task_name, model, seed).name
+                rows = longrun.read_curve(COMMITTED / f"{name}.curve.csv")
+                steps = list(range(0, budgets[model] + 1, arena_runs.EVAL_EVERY))
+                assert [row["step"] for row in rows] == steps, name
+
+
+@pytest.mark.parametrize(("model", "seed"), [("lstm", 1), ("urnn-frozen", 2)])
+def test_a_seed_curves_untrained_row_is_its_runs_untrained_model(model, seed):
+    """The curve's first row evaluates the untrained model: the same initial weights, the same
+    held-out sequences as the run describes (a check of the curve's provenance)."""
+    run = arena_runs.book_run("memory", model, seed)
+    first = longrun.read_curve(COMMITTED / f"{run.name}.curve.csv")[0]
+    with torch.no_grad():
+        now = run.evaluate(run.build_model())
+    assert abs(first["ce"] - now["ce"]) <= 1e-4 * now["ce"], (first, now)
+    assert abs(first["symbols"] - now["symbols"]) <= 0.01, (first, now)  # an argmax may flip
+    other = arena_runs.book_run("memory", model, seed + 1 if seed < 2 else 1)
+    with torch.no_grad():
+        assert other.evaluate(other.build_model())["ce"] != now["ce"]  # the seed matters
 
 
 def test_parse_args(tmp_path, capsys):
