@@ -68,6 +68,9 @@ def test_the_real_sizes_give_156_updates_a_pass():
 def test_names_seeds_and_book_runs():
     assert readers.curve_name("sens-ws", 0) == "syncloze-sens-ws"
     assert readers.curve_name("sens-ws", 2) == "syncloze-sens-ws-seed2"
+    assert readers.curve_name("sgru-w", 0, 2, 0.1) == "syncloze-sgru-w-M2-theta0.1"
+    assert readers.curve_name("sens-w", 1, 32, 0.01) == "syncloze-sens-w-M32-theta0.01-seed1"
+    assert readers.curve_name("sens-w", 0, readers.M, readers.THETA) == "syncloze-sens-w"
     assert set(readers.BOOK_RUNS) == {"syncloze-han-ptr", "syncloze-han-doc-vec", "syncloze-ran"}
     for name, make in readers.BOOK_RUNS.items():
         assert make().name == name and readers.BOOK_COMMANDS[name].endswith(f"runs/{name}")
@@ -103,6 +106,25 @@ def test_a_short_run_reproduces_its_evaluation(small_questions, tmp_path):
     assert not mismatches
 
 
+def test_a_grid_run_builds_its_cells_with_its_modules_and_threshold():
+    run = readers.reader_run(model="sens-w", modules=32, theta=0.1)
+    assert run.config["skip"] == {"M": 32, "theta": 0.1}
+    reader = readers.build_reader("sgru-w", readers.word_vectors(), 2, 0.1)
+    for cell in (reader.word_encoder.forward_cell, reader.word_encoder.backward_cell):
+        assert (cell.mode, cell.M, cell.theta) == ("module", 2, 0.1)
+    centre = readers.reader_run(model="sens-w")  # the committed runs' config, unchanged
+    assert centre.config["skip"] == {"M": readers.M, "theta": readers.THETA}
+
+
+def test_the_plain_readers_refuse_modules_and_thresholds():
+    with pytest.raises(ValueError, match="does not skip"):
+        readers.reader_run(model="han-ptr", modules=2)
+    with pytest.raises(ValueError, match="modules must be a positive int"):
+        readers.reader_run(model="sgru-w", modules=0)
+    with pytest.raises(SystemExit):
+        readers.parse_args(["--out-dir", "x", "--model", "ran", "--theta", "0.1"])
+
+
 def test_unknown_models_are_refused():
     with pytest.raises(ValueError, match="model must be one of"):
         readers.reader_run(model="sgru-x")
@@ -111,7 +133,14 @@ def test_unknown_models_are_refused():
 
 
 @pytest.mark.parametrize(
-    "bad", [["--passes", "0"], ["--seed", "-1"], ["--threads", "0"], ["--model", "sgru-x"]]
+    "bad",
+    [
+        ["--passes", "0"],
+        ["--seed", "-1"],
+        ["--threads", "0"],
+        ["--model", "sgru-x"],
+        ["--model", "sgru-w", "--modules", "0"],
+    ],
 )
 def test_bad_arguments_are_refused(bad, tmp_path):
     with pytest.raises(SystemExit):
@@ -127,6 +156,16 @@ def test_every_model_and_seed_has_its_curve():
             curve = COMMITTED / f"{readers.curve_name(model, seed)}.curve.csv"
             rows = longrun.read_curve(curve)
             assert [row["step"] for row in rows] == [156 * k for k in range(9)], curve.name
+
+
+def test_every_corner_of_the_grid_has_its_curve():
+    for cell in ("sgru", "sens"):
+        for modules in readers.GRID["M"]:
+            for theta in readers.GRID["theta"]:
+                name = readers.curve_name(f"{cell}-{readers.GRID['where']}", 0, modules, theta)
+                rows = longrun.read_curve(COMMITTED / f"{name}.curve.csv")
+                assert [row["step"] for row in rows] == [156 * k for k in range(9)], name
+                assert all(0 < row["u_w"] < 1 for row in rows), name
 
 
 @pytest.mark.parametrize(("model", "seed"), [("han-ptr", 1), ("sens-ws", 2), ("sgru-q", 0)])

@@ -16,7 +16,9 @@ Models (``--model``), every one a :class:`rnnbook.models.han.HAN` or the flat
   ``w``, ``s`` or ``ws``) skip with the SGRU (:class:`rnnbook.models.sba.SBAGRUCell`,
   ``mode="module"``) or the SENS-GRU (``mode="ensemble"``), M = 8 modules, theta = 0.01: the
   placement grid of the dissertation's Table 9.1 at the centre of its grid of thresholds and
-  module counts.
+  module counts. ``--modules`` and ``--theta`` move a skipping reader elsewhere in that grid:
+  ``GRID`` holds the word encoder's at M = 2, 8, 32 and theta = 0.01, 0.1 (seed 0), whose runs
+  are named ``syncloze-<model>-M<M>-theta<theta>`` off the centre.
 
 The data and the word vectors are those of the chapter with its seed 0
 (``make_syncloze(10_000, 1)``, ``make_syncloze(1_000, 2)``, ``syncloze_embeddings(.., 64, 0,
@@ -57,6 +59,9 @@ PLACES = ("q", "w", "s", "ws")
 READERS = ("han-ptr", "han-doc-vec", "ran")
 MODELS = READERS + tuple(f"{cell}-{where}" for cell in ("sgru", "sens") for where in PLACES)
 SEEDS = (0, 1, 2)
+# Thresholds and module counts at the word encoder (the source's Experiment B), seed 0: the
+# full profile's grid, whose centre (M = 8, theta = 0.01) is the placement grid's w.
+GRID = {"where": "w", "M": (2, 8, 32), "theta": (0.01, 0.1)}
 
 
 @functools.cache
@@ -84,17 +89,35 @@ def head_of(model: str) -> str:
     return "docvec" if model in ("han-doc-vec", "ran") else "ptr"
 
 
-def build_reader(model: str, embedding: torch.Tensor) -> HAN | RAN:
-    """The untrained reader ``model`` (a name of ``MODELS``) on ``embedding``, H = 64."""
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {list(MODELS)}, got {model!r}")
+def build_reader(
+    model: str, embedding: torch.Tensor, modules: int = M, theta: float = THETA
+) -> HAN | RAN:
+    """The untrained reader ``model`` (a name of ``MODELS``) on ``embedding``, H = 64; a
+    skipping reader's cells have ``modules`` modules and the threshold ``theta``."""
+    _check_model(model, modules, theta)
     if model == "ran":
         return RAN(embedding, H)
     if model in READERS:
         return HAN(embedding, H, head=head_of(model))
     cell, where = model.split("-")
     mode = "module" if cell == "sgru" else "ensemble"
-    return HAN(embedding, H, head="ptr", skip=dict(where=where, mode=mode, M=M, theta=THETA))
+    return HAN(embedding, H, head="ptr", skip=dict(where=where, mode=mode, M=modules, theta=theta))
+
+
+def _check_model(model: str, modules: int, theta: float) -> None:
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {list(MODELS)}, got {model!r}")
+    if model in READERS and (modules, theta) != (M, THETA):
+        raise ValueError(f"{model} does not skip: modules and theta are for sgru-/sens- models")
+    if not isinstance(modules, int) or modules < 1:
+        raise ValueError(f"modules must be a positive int, got {modules!r}")
+
+
+def run_name(model: str, seed: int = 0, modules: int = M, theta: float = THETA) -> str:
+    """``syncloze-<model>``, then ``-M<modules>-theta<theta>`` off the grid's centre, then
+    ``-seed<k>`` for a seed other than 0."""
+    grid = "" if (modules, theta) == (M, THETA) else f"-M{modules}-theta{theta:g}"
+    return f"syncloze-{model}{grid}" + (f"-seed{seed}" if seed else "")
 
 
 def evaluate_reader(model: HAN | RAN, valid: syncloze.SynCloze) -> dict[str, float]:
@@ -109,11 +132,16 @@ def evaluate_reader(model: HAN | RAN, valid: syncloze.SynCloze) -> dict[str, flo
 
 
 def reader_run(
-    *, model: str = "han-ptr", seed: int = 0, passes: int = PASSES, name: str | None = None
+    *,
+    model: str = "han-ptr",
+    seed: int = 0,
+    passes: int = PASSES,
+    name: str | None = None,
+    modules: int = M,
+    theta: float = THETA,
 ) -> longrun.LongRun:
     """The long run of one of Chapter 8's SynCloze readers (see the module's text)."""
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {list(MODELS)}, got {model!r}")
+    _check_model(model, modules, theta)
     head = head_of(model)
 
     @functools.cache
@@ -126,7 +154,7 @@ def reader_run(
     def build_model() -> HAN | RAN:
         embedding = word_vectors()
         seed_everything(seed)  # as the chapter: torch.manual_seed(seed), then the model
-        return build_reader(model, embedding)
+        return build_reader(model, embedding, modules, theta)
 
     def loss_fn(reader, batch) -> torch.Tensor:
         doc, query, cands, answer = batch
@@ -137,7 +165,7 @@ def reader_run(
         "task": "SynCloze",
         "model": model,
         "head": head,
-        "skip": None if model in READERS else {"M": M, "theta": THETA},
+        "skip": None if model in READERS else {"M": modules, "theta": theta},
         "loss": "cloze_loss, renormalised over the candidates",
         "data": f"make_syncloze({N_TRAIN}, {TRAIN_SEED}, S={S}) for training, "
         f"make_syncloze({N_VALID}, {VALID_SEED}, S={S}) for validation",
@@ -151,7 +179,7 @@ def reader_run(
         "seed": seed,
     }
     return longrun.LongRun(
-        name=name or (f"syncloze-{model}" if seed == 0 else f"syncloze-{model}-seed{seed}"),
+        name=name or run_name(model, seed, modules, theta),
         config=config,
         build_model=build_model,
         batch=lambda step: batches()(step),
@@ -181,9 +209,9 @@ BOOK_COMMANDS = {
 }
 
 
-def curve_name(model: str, seed: int) -> str:
+def curve_name(model: str, seed: int, modules: int = M, theta: float = THETA) -> str:
     """The file stem of ``model``'s run with ``seed`` (its checkpoint's or curve's name)."""
-    return reader_run(model=model, seed=seed).name
+    return reader_run(model=model, seed=seed, modules=modules, theta=theta).name
 
 
 # --- the command line ------------------------------------------------------------------------
@@ -198,16 +226,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--model", choices=MODELS, default="han-ptr")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--passes", type=int, default=PASSES)
+    parser.add_argument("--modules", type=int, default=M, help=f"M of a skipping cell ({M})")
+    parser.add_argument("--theta", type=float, default=THETA, help=f"its threshold ({THETA})")
     parser.add_argument("--name", help="checkpoint name (default syncloze-<model>[-seed<k>])")
     args = parser.parse_args(argv)
-    longrun.check_run_arguments(parser, args, ("passes", "threads"), positive=())
+    longrun.check_run_arguments(parser, args, ("passes", "threads", "modules"), positive=())
+    if args.model in READERS and (args.modules, args.theta) != (M, THETA):
+        parser.error(f"--modules and --theta are for the skipping readers, not {args.model}")
     return args
 
 
 def main(argv=None) -> int:
     """Exit 0 when the checkpoint is written, 1 when the run is refused, 2 on a NaN or inf."""
     args = parse_args(argv)
-    run = reader_run(model=args.model, seed=args.seed, passes=args.passes, name=args.name)
+    run = reader_run(
+        model=args.model,
+        seed=args.seed,
+        passes=args.passes,
+        name=args.name,
+        modules=args.modules,
+        theta=args.theta,
+    )
     return longrun.run_and_publish(
         run,
         args.out_dir,
