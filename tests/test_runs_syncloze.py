@@ -113,14 +113,18 @@ def test_a_grid_run_builds_its_cells_with_its_modules_and_threshold():
     for cell in (reader.word_encoder.forward_cell, reader.word_encoder.backward_cell):
         assert (cell.mode, cell.M, cell.theta) == ("module", 2, 0.1)
     centre = readers.reader_run(model="sens-w")  # the committed runs' config, unchanged
-    assert centre.config["skip"] == {"M": readers.M, "theta": readers.THETA}
+    assert centre.config["skip"] == {"M": 8, "theta": 0.01} and centre.name == "syncloze-sens-w"
 
 
 def test_the_plain_readers_refuse_modules_and_thresholds():
     with pytest.raises(ValueError, match="does not skip"):
         readers.reader_run(model="han-ptr", modules=2)
-    with pytest.raises(ValueError, match="modules must be a positive int"):
-        readers.reader_run(model="sgru-w", modules=0)
+    for bad in (0, True, 2.0):
+        with pytest.raises(ValueError, match="modules must be a positive int"):
+            readers.reader_run(model="sgru-w", modules=bad)
+    for bad in (float("nan"), float("inf"), -0.1):
+        with pytest.raises(ValueError, match="theta must be a finite number"):
+            readers.reader_run(model="sgru-w", theta=bad)
     with pytest.raises(SystemExit):
         readers.parse_args(["--out-dir", "x", "--model", "ran", "--theta", "0.1"])
 
@@ -140,6 +144,8 @@ def test_unknown_models_are_refused():
         ["--threads", "0"],
         ["--model", "sgru-x"],
         ["--model", "sgru-w", "--modules", "0"],
+        ["--model", "sgru-w", "--theta", "nan"],
+        ["--model", "sgru-w", "--theta", "-1"],
     ],
 )
 def test_bad_arguments_are_refused(bad, tmp_path):
@@ -168,13 +174,24 @@ def test_every_corner_of_the_grid_has_its_curve():
                 assert all(0 < row["u_w"] < 1 for row in rows), name
 
 
-@pytest.mark.parametrize(("model", "seed"), [("han-ptr", 1), ("sens-ws", 2), ("sgru-q", 0)])
-def test_a_curves_untrained_row_is_its_runs_untrained_reader(model, seed):
+@pytest.mark.parametrize(
+    ("model", "seed", "modules", "theta"),
+    [
+        ("han-ptr", 1, readers.M, readers.THETA),
+        ("sens-ws", 2, readers.M, readers.THETA),
+        ("sgru-q", 0, readers.M, readers.THETA),
+        ("sgru-w", 0, 2, 0.1),
+        ("sens-w", 0, 32, 0.1),
+    ],
+)
+def test_a_curves_untrained_row_is_its_runs_untrained_reader(model, seed, modules, theta):
     """The curve's first row evaluates the untrained reader: the same data, the same initial
-    weights, the same model as the run describes (a check of the curve's provenance)."""
-    curve = COMMITTED / f"{readers.curve_name(model, seed)}.curve.csv"
+    weights, the same model as the run describes (a check of the curve's provenance; the
+    untrained update rates differ widely across the grid, so a mislabelled file fails)."""
+    curve = COMMITTED / f"{readers.curve_name(model, seed, modules, theta)}.curve.csv"
     first = longrun.read_curve(curve)[0]
-    reader = readers.reader_run(model=model, seed=seed).build_model()
+    run = readers.reader_run(model=model, seed=seed, modules=modules, theta=theta)
+    reader = run.build_model()
     with torch.no_grad():
         now = readers.evaluate_reader(reader, readers.validation_questions())
     for column, value in now.items():

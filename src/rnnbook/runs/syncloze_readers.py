@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import sys
 
 import torch
@@ -109,8 +110,10 @@ def _check_model(model: str, modules: int, theta: float) -> None:
         raise ValueError(f"model must be one of {list(MODELS)}, got {model!r}")
     if model in READERS and (modules, theta) != (M, THETA):
         raise ValueError(f"{model} does not skip: modules and theta are for sgru-/sens- models")
-    if not isinstance(modules, int) or modules < 1:
+    if type(modules) is not int or modules < 1:
         raise ValueError(f"modules must be a positive int, got {modules!r}")
+    if not (isinstance(theta, (int, float)) and math.isfinite(theta) and theta >= 0):
+        raise ValueError(f"theta must be a finite number >= 0, got {theta!r}")
 
 
 def run_name(model: str, seed: int = 0, modules: int = M, theta: float = THETA) -> str:
@@ -228,11 +231,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--passes", type=int, default=PASSES)
     parser.add_argument("--modules", type=int, default=M, help=f"M of a skipping cell ({M})")
     parser.add_argument("--theta", type=float, default=THETA, help=f"its threshold ({THETA})")
-    parser.add_argument("--name", help="checkpoint name (default syncloze-<model>[-seed<k>])")
+    parser.add_argument(
+        "--name", help="checkpoint name (default syncloze-<model>[-M<M>-theta<theta>][-seed<k>])"
+    )
     args = parser.parse_args(argv)
     longrun.check_run_arguments(parser, args, ("passes", "threads", "modules"), positive=())
     if args.model in READERS and (args.modules, args.theta) != (M, THETA):
         parser.error(f"--modules and --theta are for the skipping readers, not {args.model}")
+    if not (math.isfinite(args.theta) and args.theta >= 0):
+        parser.error(f"--theta must be a finite number >= 0, got {args.theta}")
     return args
 
 
