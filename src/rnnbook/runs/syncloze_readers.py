@@ -235,11 +235,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--name", help="checkpoint name (default syncloze-<model>[-M<M>-theta<theta>][-seed<k>])"
     )
     args = parser.parse_args(argv)
-    longrun.check_run_arguments(parser, args, ("passes", "threads", "modules"), positive=())
-    if args.model in READERS and (args.modules, args.theta) != (M, THETA):
-        parser.error(f"--modules and --theta are for the skipping readers, not {args.model}")
-    if not (math.isfinite(args.theta) and args.theta >= 0):
-        parser.error(f"--theta must be a finite number >= 0, got {args.theta}")
+    longrun.check_run_arguments(parser, args, ("passes", "threads"), positive=())
+    try:  # the model, its modules and its threshold: the checks of reader_run
+        _check_model(args.model, args.modules, args.theta)
+    except ValueError as error:
+        parser.error(str(error))
     return args
 
 
