@@ -102,7 +102,7 @@ def test_quick_profile_loads_equal_weights_without_training(trained):
 
 def test_quick_profile_rejects_another_config(trained):
     config = dict(CONFIG, steps=6)
-    with pytest.raises(CheckpointError, match="trained with config .* run the full profile"):
+    with pytest.raises(CheckpointError, match="trained with config .* train it again"):
         train_or_load(NAME, _fresh(), _must_not_train, profile=QUICK, config=config)
 
 
@@ -118,11 +118,11 @@ def test_quick_profile_rejects_corrupt_weights(trained, folder):
 
 
 @pytest.mark.parametrize("missing", [".pt", ".json", None])
-def test_quick_profile_without_checkpoint_says_to_run_full(folder, missing):
+def test_a_missing_checkpoint_says_how_to_make_it(folder, missing):
     if missing is not None:
         train_or_load(NAME, _fresh(), _train, profile=FULL, config=CONFIG)
         (folder / f"{NAME}{missing}").unlink()
-    with pytest.raises(CheckpointError, match=f"no checkpoint '{NAME}'.*profile='full'"):
+    with pytest.raises(CheckpointError, match=f"no checkpoint '{NAME}'.*python -m rnnbook.runs"):
         train_or_load(NAME, _fresh(), _must_not_train, profile=QUICK, config=CONFIG)
 
 
@@ -131,7 +131,7 @@ def test_quick_profile_warns_when_the_model_code_changed(trained, folder):
     record = json.loads(meta.read_text())
     record["code"]["model_code_sha256"] = "0" * 64
     meta.write_text(json.dumps(record))
-    with pytest.warns(UserWarning, match="Re-run the full profile"):
+    with pytest.warns(UserWarning, match="Train it again to refresh it"):
         train_or_load(NAME, _fresh(), _must_not_train, profile=QUICK, config=CONFIG)
 
 

@@ -157,12 +157,24 @@ def test_publish_writes_a_checkpoint_that_loads_and_its_curve(tmp_path, monkeypa
     assert not mismatches
 
 
-def test_train_or_load_trains_in_full_and_loads_in_quick(tmp_path):
+def test_train_or_load_loads_in_quick_and_full_and_trains_only_in_paper(tmp_path):
+    """A long run takes longer than a chapter may in the quick and the full profile alike, so
+    both load its committed checkpoint; the paper profile trains and leaves it alone."""
     run = tiny_run()
-    trained = longrun.train_or_load(run, profile=Profile("full", "test"), report=None)
-    loaded = longrun.train_or_load(run, profile=Profile("quick", "test"), report=None)
-    assert trained.source == "trained" and loaded.source == "checkpoint"
-    assert weights_sha256(loaded.model.state_dict()) == weights_sha256(trained.model.state_dict())
+    with pytest.raises(CheckpointError, match="no checkpoint"):  # full never trains it
+        longrun.train_or_load(run, profile=Profile("full", "test"), report=None)
+    result = longrun.train(run, tmp_path / "run", report=None)
+    longrun.publish(run, result, {})
+    published = (tmp_path / "checkpoints" / "tiny.pt").read_bytes()
+    quick = longrun.train_or_load(run, profile=Profile("quick", "test"), report=None)
+    full = longrun.train_or_load(run, profile=Profile("full", "test"), report=None)
+    paper = longrun.train_or_load(run, profile=Profile("paper", "test"), report=None)
+    assert quick.source == full.source == "checkpoint" and paper.source == "trained"
+    assert (tmp_path / "checkpoints" / "tiny.pt").read_bytes() == published  # left alone
+    for trained in (full, paper):
+        assert weights_sha256(trained.model.state_dict()) == weights_sha256(
+            quick.model.state_dict()
+        )  # one thread, the same machine: the paper profile's run repeats the published one
     with pytest.raises(CheckpointError, match="config"):
         longrun.train_or_load(run, profile=Profile("quick", "test"), steps=8, report=None)
 

@@ -1,9 +1,12 @@
 """A ``{build-status}`` directive: what the build that rendered the book measured.
 
 For every executed chapter it lists the profile the chapter ran in (read from the chapter's
-own set-up output, ``rnnbook ...: profile quick ...``), its execution time and end, and
-whether it succeeded; below the table, the versions of torch and rnnbook the build used.
-Everything comes from the build itself: myst-nb's execution records and the executed
+own set-up output, ``rnnbook ...: profile quick ...``), its execution time and end, whether it
+succeeded, and the chapter's last full-profile verification (``rnnbook.verification``: the
+commit, the outcome, the time, and whether the code changed since); below the table, the
+versions of torch and rnnbook the build used.
+The full-profile column comes from the committed records in ``verification/``; everything
+else from the build itself: myst-nb's execution records and the executed
 notebooks it writes to ``_build/jupyter_execute``. Like myst-nb's ``nb-exec-table``, the
 directive leaves a placeholder that is filled once every chapter has executed.
 """
@@ -74,8 +77,10 @@ class FillBuildStatus(SphinxPostTransform):
         import torch  # the torch this build's kernels imported (same environment)
 
         import rnnbook
+        from rnnbook import verification
 
         executed_dir = Path(self.app.outdir).parent / "jupyter_execute"
+        full = {v.chapter: v.summary() for v in verification.status()}
         rows = []
         metadata = NbMetadataCollector.get_doc_data(self.env)
         for docname in sorted(metadata):
@@ -92,9 +97,10 @@ class FillBuildStatus(SphinxPostTransform):
                     "-" if data["runtime"] is None else f"{data['runtime']:.0f} s",
                     ended.strftime("%Y-%m-%d %H:%M UTC") if ended else "-",
                     "ok" if data["succeeded"] else "FAILED",
+                    full.get(Path(docname).name, "-"),
                 ]
             )
-        header = ["Chapter", "Profile", "Execution time", "Executed", "Status"]
+        header = ["Chapter", "Profile", "Execution time", "Executed", "Status", "Full profile"]
         built = datetime.now(tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         versions = nodes.paragraph(
             text=f"Built {built} with torch {torch.__version__}, rnnbook {rnnbook.__version__}, "

@@ -185,13 +185,14 @@ def load_checkpoint(model: nn.Module, name: str, config: dict) -> dict:
     if not weights.is_file() or not meta.is_file():
         raise CheckpointError(
             f"no checkpoint {name!r} in {folder} (expected {weights.name} and {meta.name}); "
-            "run this chapter with profile='full' to train and save it"
+            "make it with the run's command line (python -m rnnbook.runs) or run the profile that "
+            "trains it"
         )
     record = json.loads(meta.read_text())
     if record.get("config") != as_json(config):
         raise CheckpointError(
             f"checkpoint {name!r} was trained with config {record.get('config')}, but the "
-            f"chapter asks for {as_json(config)}; run the full profile to retrain it"
+            f"chapter asks for {as_json(config)}; train it again (python -m rnnbook.runs)"
         )
     state = torch.load(weights, map_location="cpu", weights_only=True)
     found = weights_sha256(state)
@@ -223,7 +224,7 @@ def load_checkpoint(model: nn.Module, name: str, config: dict) -> dict:
     if record.get("code") != _code_version(model):
         warnings.warn(
             f"checkpoint {name!r} was made by code {record.get('code')}; the model's code is now "
-            f"{_code_version(model)}. Re-run the full profile to refresh it.",
+            f"{_code_version(model)}. Train it again to refresh it (python -m rnnbook.runs).",
             stacklevel=2,
         )
     return record
@@ -257,8 +258,9 @@ def train_or_load(
     *,
     profile: Profile,
     config: dict,
+    train_in: tuple[str, ...] = ("full", "paper"),
 ) -> Trained:
-    """Train ``model`` (full and paper profiles) or load its full-profile checkpoint (quick).
+    """Train ``model`` (the profiles in ``train_in``) or load its committed checkpoint.
 
     Args:
         name: the checkpoint's file name stem, unique in the book (``"ntm-copy"``).
@@ -267,15 +269,20 @@ def train_or_load(
             JSON numbers to keep beside the weights (for example final metrics).
         profile: the session's profile.
         config: everything that determines the trained weights (sizes, steps, seed).
+        train_in: the profiles that train; the others load. The default trains in the full
+            and paper profiles; :func:`rnnbook.longrun.train_or_load` trains only in the paper
+            profile, because a long run takes longer than a chapter may in any other.
 
     In the full profile the checkpoint is (re)written; in the paper profile the model is
-    trained but the committed full-profile checkpoint is left alone.
+    trained but the committed checkpoint is left alone.
     """
     if not isinstance(name, str) or not name or "/" in name:
         raise ValueError(f"name must be a plain file-name stem, got {name!r}")
     if not isinstance(profile, Profile):
         raise TypeError(f"profile must be a rnnbook Profile, got {type(profile).__name__}")
-    if profile.name == "quick":
+    if not isinstance(train_in, tuple) or not set(train_in) <= {"full", "paper"}:
+        raise ValueError(f"train_in must be a tuple of 'full' and/or 'paper', got {train_in!r}")
+    if profile.name not in train_in:
         record = load_checkpoint(model, name, config)
         return Trained(model, "checkpoint", record)
     start = time.perf_counter()

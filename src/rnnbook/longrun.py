@@ -1,8 +1,8 @@
 """The long-run trainer: training that takes longer than a chapter, checkpointed and resumable.
 
-A chapter's quick profile shows converged models by loading a small committed checkpoint
-(:func:`rnnbook.checkpoints.train_or_load`); the full profile, or a command line
-(``python -m rnnbook.runs``), makes that checkpoint with this trainer. A :class:`LongRun`
+A chapter shows converged models by loading a small committed checkpoint in the quick and
+the full profile (:func:`train_or_load`); a command line (``python -m rnnbook.runs``) makes
+that checkpoint with this trainer, and the paper profile trains it again. A :class:`LongRun`
 says what to train: how to build the model, the batch of each step, the loss, the held-out
 evaluation that makes the learning curve, the optimizer, the budget and an optional stop
 rule. :func:`train` then runs it in chunks of ``eval_every`` steps of
@@ -546,12 +546,14 @@ def train_or_load(
     steps: int | None = None,
     report: Callable[[str], None] | None = log,
 ):
-    """A chapter's way to a long run: load its checkpoint (quick) or train it (full, paper).
+    """A chapter's way to a long run: load its committed checkpoint, or train it (paper).
 
-    The quick profile loads ``<checkpoints>/<run.name>`` made after ``steps`` steps (default
-    ``run.steps``), refusing one made otherwise. The full profile trains with :func:`train`
-    in ``out_dir`` (default a temporary folder) and writes the checkpoint and its curve; the
-    paper profile trains and leaves the book's checkpoints alone. Returns
+    The quick and the full profile load ``<checkpoints>/<run.name>`` made after ``steps`` steps
+    (default ``run.steps``), refusing one made otherwise: a long run takes longer than a
+    chapter may take in either (the full profile promises a chapter in 15 minutes on a GPU),
+    and its command line (``python -m rnnbook.runs``) is how the checkpoint is made. The paper
+    profile trains with :func:`train` in ``out_dir`` (default a temporary folder; resumable
+    there) and leaves the book's checkpoints alone. Returns
     :class:`rnnbook.checkpoints.Trained`.
     """
     steps = run.steps if steps is None else steps
@@ -564,9 +566,6 @@ def train_or_load(
                 f"{run.name} stopped after {result.steps} steps ({result.stopped}), but the "
                 f"checkpoint is to be made after {steps}"
             )
-        if profile.name == "full":
-            checkpoint_dir().mkdir(parents=True, exist_ok=True)
-            write_curve(checkpoint_dir() / f"{run.name}.curve.csv", result.rows)
         return summary(run, result)
 
     return checkpoints.train_or_load(
@@ -575,4 +574,5 @@ def train_or_load(
         train_model,
         profile=profile,
         config=run.checkpoint_config(steps),
+        train_in=("paper",),
     )
