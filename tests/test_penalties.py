@@ -17,7 +17,7 @@ from rnnbook.penalties import (
     straight_through,
 )
 
-F64 = torch.float64
+F32, F64 = torch.float32, torch.float64
 
 
 def test_values_by_hand():
@@ -36,6 +36,41 @@ def test_straight_through_has_the_literal_values_and_a_unit_derivative():
     (grad,) = torch.autograd.grad(straight_through(margin).sum(), margin)
     assert torch.equal(grad, torch.ones(4))
     assert not literal_decision(margin).requires_grad  # a step function: nothing to follow
+
+
+def _every_kind_of_margin(dtype):
+    """0, -0, and +-10^k for k = -30 .. 30, with +-0.3 and +-3e7 (the margins at which the
+    literal formula rounds in float32), in ``dtype``."""
+    powers = [10.0**k for k in range(-30, 31)] + [0.3, 3e7, 1e-45 if dtype == F32 else 5e-324]
+    values = [0.0, -0.0] + powers + [-p for p in powers]
+    return torch.tensor(values, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F64], ids=["float32", "float64"])
+def test_straight_through_is_exactly_zero_or_one_for_every_margin(dtype):
+    margin = _every_kind_of_margin(dtype).requires_grad_()
+    b = straight_through(margin)
+    assert b.dtype == dtype
+    assert torch.equal(b.detach(), (margin.detach() > 0).to(dtype))  # bitwise: 0 or 1 exactly
+    assert set(b.detach().tolist()) == {0.0, 1.0}
+    upstream = torch.linspace(-2.0, 3.0, margin.numel(), dtype=dtype)
+    (grad,) = torch.autograd.grad(b, margin, upstream)
+    assert torch.equal(grad, upstream)  # derivative 1: the gradient passes unchanged
+
+
+def test_the_literal_formula_rounds_where_straight_through_does_not():
+    # the control: written as hard + m - m.detach(), the forward value is not 0/1 in float32
+    m = torch.tensor([0.3, 3e7], dtype=F32)
+    literal = (m > 0).to(F32) + m - m.detach()
+    assert literal.tolist() != [1.0, 1.0]  # 0.99999994 and 0.0
+    assert straight_through(m).tolist() == [1.0, 1.0]
+
+
+def test_straight_through_rejects_what_is_no_float_tensor():
+    with pytest.raises(TypeError, match="floating-point"):
+        straight_through(torch.tensor([1, -1]))
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        straight_through([0.3])
 
 
 def _margins_of_an_sba_layer():

@@ -15,6 +15,12 @@ derivative 1 in the margin,
     b = [m > 0] + m − stopgrad(m)                                                 (pen-ste)
 
 so the penalty's gradient reaches the weights through the margin. R_NS needs no estimator.
+
+Written literally in floating point, ``hard + m - m.detach()`` rounds: ``1 + 0.3 - 0.3`` is
+0.99999994 in float32, and for a margin of 3e7 the 1 is lost altogether (``1 + 3e7`` rounds to
+3e7). :func:`straight_through` therefore computes the two halves of (pen-ste) separately: the
+forward value is the bracket itself, exactly 0 or 1 for every margin, and the backward pass
+passes the incoming gradient through unchanged, the derivative 1 of ``m − stopgrad(m)``.
 """
 
 from __future__ import annotations
@@ -38,10 +44,32 @@ def literal_decision(margin: torch.Tensor) -> torch.Tensor:
     return (margin > 0).to(margin.dtype)
 
 
+class _StraightThrough(torch.autograd.Function):
+    """(pen-ste) as two halves: ``[m > 0]`` forward, derivative 1 backward."""
+
+    @staticmethod
+    def forward(margin: torch.Tensor) -> torch.Tensor:
+        return (margin > 0).to(margin.dtype)  # the bracket [m > 0], exactly 0 or 1
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        pass  # the backward pass needs nothing from the forward one
+
+    @staticmethod
+    def backward(ctx, grad_b: torch.Tensor) -> torch.Tensor:
+        return grad_b  # d(m - stopgrad(m))/dm = 1: the gradient passes unchanged
+
+
 def straight_through(margin: torch.Tensor) -> torch.Tensor:
-    """(pen-ste): the values of ``[m > 0]``, with derivative 1 with respect to ``m``."""
-    hard = literal_decision(margin)
-    return hard + margin - margin.detach()
+    """(pen-ste): the values of ``[m > 0]``, with derivative 1 with respect to ``m``.
+
+    The forward value is exactly 0 or 1 for every margin (no rounding, see the module's
+    docstring); the backward pass is that of ``[m > 0] + m − stopgrad(m)``.
+    """
+    check_tensor(margin, "margin")
+    if not margin.is_floating_point():
+        raise TypeError(f"margin must be a floating-point tensor, got {margin.dtype}")
+    return _StraightThrough.apply(margin)
 
 
 def budget_penalty(decisions: torch.Tensor, lam: float) -> torch.Tensor:

@@ -136,7 +136,6 @@ CE_MISTAKES = {
     "bool": (lambda T, N: True, "should be a number, got bool"),
     "nothing returned": (lambda T, N: None, "returned nothing"),
     "crash": (lambda T, N: math.log(N - 20), "raised ValueError"),
-    "stub": (lambda T, N: _raise(NotImplementedError), "not implemented"),
     "the package's": (tasks.memoryless_ce, "book's own function"),
 }
 
@@ -194,7 +193,6 @@ W_MISTAKES = {
     "numpy": (lambda T: right_recall_weights(T).numpy(), "got ndarray"),
     "nothing returned": (lambda T: None, "returned nothing"),
     "crash": (lambda T: torch.ones(T)[T + 5], "raised IndexError"),
-    "stub": (lambda T: _raise(NotImplementedError), "not implemented"),
     "the package's": (tasks.recall_weights, "book's own function"),
 }
 
@@ -251,7 +249,6 @@ R_MISTAKES = {
     ),
     "nothing returned": (lambda lg, y: None, "returned nothing"),
     "crash": (lambda lg, y: lg.argmax(1) == y, "raised"),
-    "stub": (lambda lg, y: _raise(NotImplementedError), "not implemented"),
     "the package's": (tasks.recalled_symbols, "book's own function"),
 }
 
@@ -446,7 +443,6 @@ COPY_MISTAKES = {
         "not one of the N = 10 categories",
     ),
     "crash": (lambda B, T, N, g: torch.randint(0, N - 2, (B, 10)) + torch.ones(T), "raised"),
-    "stub": (lambda B, T, N, g: _raise(NotImplementedError), "not implemented"),
     "the package's": (synthetic.copy_memory, "book's own function"),
 }
 

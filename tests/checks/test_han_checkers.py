@@ -88,14 +88,18 @@ def _sens_where_votes(h_hat, h_prev, s, s_prev, theta):
 def test_right_answers_in_other_forms_pass(capsys):
     han.pointer_sum(_einsum_pointer)
     han.pointer_sum(_loop_pointer)
-    han.pointer_sum(lambda a, d, c: right_pointer_sum(a.float(), d, c))
     han.pointer_sum(_scatter_pointer)
     han.masked_softmax(_where_softmax)
     han.masked_softmax(_shifted_softmax)
     han.effective_update_rate(lambda u, m: torch.tensor(right_effective_update_rate(u, m)))
     han.effective_update_rate(lambda u, m: 100 - (100 - u) / (1 - m / 100))
     han.sens_step(_sens_where_votes)
-    assert capsys.readouterr().out.count("✓") == 9
+    assert capsys.readouterr().out.count("✓") == 8
+
+
+def test_a_float32_answer_of_float64_inputs_is_refused_by_the_dtype_rule():
+    with pytest.raises(CheckFailed, match="(?s)float32, but the inputs are float64.*dtype=x.dtype"):
+        han.pointer_sum(lambda a, d, c: right_pointer_sum(a.float(), d, c))
 
 
 # --- pointer sum ------------------------------------------------------------------------------
@@ -194,7 +198,6 @@ POINTER_MISTAKES = {
     ),
     "in place": (_pointer_in_place, "in place"),
     "detached": (_detached_pointer, "no gradient"),
-    "stub": (lambda a, d, c: (_ for _ in ()).throw(NotImplementedError), "not implemented"),
     "crash": (lambda a, d, c: a @ c, "raised"),
     "None": (lambda a, d, c: None, "should be a torch.Tensor"),
     "the package's": (han._han.pointer_sum, "book's own function"),
@@ -308,7 +311,6 @@ RATE_MISTAKES = {
     "floor division": (lambda u, m: 100 * (m - u) // (m - 100), "do not round"),
     "int()": (lambda u, m: int(right_effective_update_rate(u, m)), "do not round"),
     "None": (lambda u, m: None, "should be a number"),
-    "stub": (lambda u, m: (_ for _ in ()).throw(NotImplementedError), "not implemented"),
     "the package's": (han._skip.effective_update_rate, "book's own function"),
 }
 

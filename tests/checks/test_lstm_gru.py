@@ -402,7 +402,6 @@ GRU_STEP_WRONG = {
         "gru_step raised RuntimeError",
         "call it yourself on a small input",
     ),
-    "not-implemented": (not_implemented, "gru_step is not implemented yet", "NotImplementedError"),
 }
 
 
@@ -447,7 +446,6 @@ PEEPHOLE_WRONG = {
     ),
     "shape": (peephole_flattened, r"h_t should have shape \(5, 4\), got \(20,\)", "batch"),
     "crash": (peephole_crashes, "peephole_lstm_step raised RuntimeError", "read the traceback"),
-    "not-implemented": (not_implemented, "peephole_lstm_step is not implemented yet", "raise"),
     "no-grad": (peephole_under_no_grad, "computed outside autograd", "torch.no_grad"),
     "copied-peepholes": (peephole_copied_weights, "no gradient reaches", "peephole parameters"),
 }
@@ -502,7 +500,6 @@ PARAMETER_COUNTS_WRONG = {
     ),
     "no-recurrent-matrix": (count_without_recurrent_matrix, "expected 6880 parameters, got 480"),
     "string": (count_as_string, "expected 6880 parameters, got '6880'"),
-    "not-implemented": (not_implemented, "parameter_counts? is not implemented yet"),
 }
 
 
@@ -571,7 +568,6 @@ CHO_TO_SEED_WRONG = {
     "biases-not-negated": (cho_negates_only_weights, "the two cells differ", SIGMA_HINT),
     "r-negated": (cho_negates_the_reset_gate, "the two cells differ", SIGMA_HINT),
     "crash": (cho_swaps_sizes, "cho_to_seed raised RuntimeError", "read the traceback"),
-    "not-implemented": (not_implemented, "cho_to_seed is not implemented yet", "raise"),
 }
 
 

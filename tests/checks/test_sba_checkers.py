@@ -23,7 +23,13 @@ def right_select(v_hat, v_prev, s, s_prev, theta):
 
 def right_s_ic(i, f, g, o, c_prev, B):
     c = f * c_prev + B * i * g
-    return c, o * torch.tanh(c)
+    return o * torch.tanh(c), c
+
+
+def s_ic_where(i, f, g, o, c_prev, B):
+    """Another right formulation: the input gate replaced with torch.where."""
+    c = f * c_prev + torch.where(B == 1, i, torch.zeros_like(i)) * g
+    return o * torch.tanh(c), c
 
 
 def test_right_answers_pass(capsys):
@@ -33,12 +39,31 @@ def test_right_answers_pass(capsys):
     assert capsys.readouterr().out.count("✓") == 3
 
 
-def test_right_answers_in_float32_and_other_forms_pass(capsys):
-    sba.module_surprisal(lambda v, M, pooling: right_surprisal(v.float(), M, pooling))
-    sba.sba_select(lambda *args: right_select(*(a.float() for a in args[:4]), args[4]))
-    sba.s_ic_cell(lambda *args: right_s_ic(*(a.float() for a in args)))
+def test_right_answers_in_other_forms_pass(capsys):
+    sba.module_surprisal(
+        lambda v, M, pooling: -torch.log(torch.softmax(_pool(v, M, pooling), -1))  # no log_softmax
+    )
+    sba.sba_select(_select_with(lambda s, sp, th: s - sp > th))
+    sba.s_ic_cell(s_ic_where)
     sba.s_ic_cell(lambda *args: list(right_s_ic(*args)))  # a list is a pair too
     assert capsys.readouterr().out.count("✓") == 4
+
+
+# the dtype rule (checks.dtypes): float64 in, float64 out; a float32 answer is refused by name
+FLOAT32_ANSWERS = {
+    "module_surprisal": (sba.module_surprisal,
+                         lambda v, M, pooling: right_surprisal(v.float(), M, pooling)),
+    "sba_select": (sba.sba_select,
+                   lambda *args: right_select(*(a.float() for a in args[:4]), args[4])),
+    "s_ic_cell": (sba.s_ic_cell, lambda *args: right_s_ic(*(a.float() for a in args))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FLOAT32_ANSWERS)
+def test_a_float32_answer_is_refused_by_the_dtype_rule(name):
+    checker, fn = FLOAT32_ANSWERS[name]
+    with pytest.raises(CheckFailed, match="(?s)float32, but the inputs are float64.*dtype=x.dtype"):
+        checker(fn)
 
 
 def _pool(v, M, pooling):
@@ -72,7 +97,6 @@ SURPRISAL_MISTAKES = {
         "over the batch",
     ),
     "log of pooled": (lambda v, M, pooling: -torch.log(_pool(v, M, pooling)), "log of the pooled"),
-    "stub": (lambda v, M, pooling: (_ for _ in ()).throw(NotImplementedError), "not implemented"),
     "log10": (lambda v, M, pooling: right_surprisal(v, M, pooling) / 2.302585, "another base"),
     "sum pooling": (
         lambda v, M, pooling: -torch.log_softmax(v.view(v.shape[0], M, -1).sum(-1), -1),
@@ -90,6 +114,11 @@ SURPRISAL_MISTAKES = {
     "keepdim": (lambda v, M, pooling: right_surprisal(v, M, pooling)[..., None], "keepdim"),
     "summed": (lambda v, M, pooling: right_surprisal(v, M, pooling).sum(-1), "one surprisal per"),
     "the package's": (sba._sba.module_surprisal, "book's own function"),
+    "detached": (lambda v, M, pooling: right_surprisal(v.detach(), M, pooling), "no gradient"),
+    "through a number": (
+        lambda v, M, pooling: torch.tensor(right_surprisal(v, M, pooling).tolist(), dtype=v.dtype),
+        "no gradient reaches v",
+    ),
 }
 
 
@@ -159,9 +188,28 @@ def _cell(c_of, h_from_plain=False):
     def cell(i, f, g, o, c_prev, B):
         c = c_of(i, f, g, c_prev, B)
         plain = f * c_prev + i * g
-        return c, o * torch.tanh(plain if h_from_plain else c)
+        return o * torch.tanh(plain if h_from_plain else c), c
 
     return cell
+
+
+def _h_from_detached_cell(i, f, g, o, c_prev, B):
+    c = f * c_prev + B * i * g
+    return o * torch.tanh(c.detach()), c
+
+
+def _zeroed_through_data(i, f, g, o, c_prev, B):
+    """The kept modules' input gate set to 0 in a copy's data: the value is right, but
+    the copy still passes the plain LSTM's gradient to i in the kept modules."""
+    blocked = i * 1.0
+    blocked.data[B == 0] = 0.0
+    c = f * c_prev + blocked * g
+    return o * torch.tanh(c), c
+
+
+def _under_no_grad(*args):
+    with torch.no_grad():
+        return right_s_ic(*args)
 
 
 S_IC_MISTAKES = {
@@ -179,7 +227,7 @@ S_IC_MISTAKES = {
         _cell(lambda i, f, g, c, B: torch.where(B == 0, 0 * c, f * c + i * g)),
         "set to zero",
     ),
-    "order": (lambda *args: right_s_ic(*args)[::-1], r"returned \(h, c\)"),
+    "order": (lambda *args: right_s_ic(*args)[::-1], r"returned \(c, h\)(?s:.*)output first"),
     "in place": (
         lambda i, f, g, o, c_prev, B: right_s_ic(
             i, f, g, o, c_prev.mul_(1.0) + 0 * c_prev.add_(0.1), B
@@ -188,9 +236,40 @@ S_IC_MISTAKES = {
     ),
     "detached input gate": (
         lambda i, f, g, o, c, B: right_s_ic(i.detach(), f, g, o, c, B),
-        "input gate's gradient|no gradient",
+        "no gradient reaches i from c",
     ),
+    "detached previous cell": (
+        lambda i, f, g, o, c, B: right_s_ic(i, f, g, o, c.detach(), B),
+        "no gradient reaches c_prev from c",
+    ),
+    "detached forget gate": (
+        lambda i, f, g, o, c, B: right_s_ic(i, f.detach(), g, o, c, B),
+        "no gradient reaches f from c",
+    ),
+    "detached candidate": (
+        lambda i, f, g, o, c, B: right_s_ic(i, f, g.detach(), o, c, B),
+        "no gradient reaches g from c",
+    ),
+    "detached output gate": (
+        lambda i, f, g, o, c, B: right_s_ic(i, f, g, o.detach(), c, B),
+        "no gradient reaches o from h",
+    ),
+    "h from a detached cell": (_h_from_detached_cell, "from c: was c detached before h"),
+    "input gate zeroed by data": (_zeroed_through_data, "reaches the kept modules"),
+    "no_grad": (_under_no_grad, "left the graph"),
 }
+
+
+def _float32_zeros(i, f, g, o, c_prev, B):
+    """The input gate copied into torch.zeros without a dtype: float32 values, which type
+    promotion turns back into a float64 result."""
+    blocked = torch.zeros(i.shape)
+    blocked += B * i  # written into float32
+    c = f * c_prev + blocked * g
+    return o * torch.tanh(c), c
+
+
+S_IC_MISTAKES["float32 zeros"] = (_float32_zeros, "(?s)only to float32 precision.*torch.zeros")
 
 
 @pytest.mark.parametrize("name", S_IC_MISTAKES)
@@ -221,6 +300,6 @@ def test_the_s_ic_reference_is_the_package_cell():
     h, c, _, _ = cell.step(x_proj, (*state, s_ref, s_ref))
     gates = LSTMCell.step_gates(cell, x_proj, state)
     units = cell.trace[0]  # M = H: one unit per module
-    c_ref, h_ref = sba._s_ic(gates.input_gate, gates.forget_gate, gates.candidate,
+    h_ref, c_ref = sba._s_ic(gates.input_gate, gates.forget_gate, gates.candidate,
                              gates.output_gate, state[1], units)  # fmt: skip
     assert torch.equal(c, c_ref) and torch.equal(h, h_ref)

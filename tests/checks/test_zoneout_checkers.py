@@ -21,12 +21,12 @@ def right_zoneout(c_prev, h_prev, c_tilde, o, d_c, d_h):
 
 def _ste(m):
     """A student's own straight-through decisions (pen-ste)."""
-    return (m > 0).to(m.dtype) + m - m.detach()
+    return (m > 0).to(m.dtype) + (m - m.detach())
 
 
 def right_msure(margins, u_target, lam):
     hard = (margins > 0).to(margins.dtype)
-    b = hard + margins - margins.detach()
+    b = hard + (margins - margins.detach())
     return lam * (u_target - b.mean()) ** 2
 
 
@@ -42,10 +42,8 @@ def test_right_answers_pass(capsys):
     assert capsys.readouterr().out.count("✓") == 3
 
 
-def test_right_answers_in_float32_and_other_forms_pass(capsys):
-    zoneout.zoneout_step(lambda *args: right_zoneout(*(a.float() for a in args)))
+def test_right_answers_in_other_forms_pass(capsys):
     zoneout.zoneout_step(lambda *args: list(right_zoneout(*args)))  # a list is a pair too
-    zoneout.msure_ste(lambda m, u, lam: right_msure(m.float(), u, lam))
     zoneout.msure_ste(lambda m, u, lam: lam * (right_msure(m, u, 1.0) ** 0.5 * -1) ** 2)
     zoneout.msure_ste(  # the sign inside the square does not matter
         lambda m, u, lam: lam * (_ste(m).mean() - u) ** 2
@@ -53,10 +51,71 @@ def test_right_answers_in_float32_and_other_forms_pass(capsys):
     zoneout.msure_ste(_custom_ste_msure)
     zoneout.msure_ste(_hard_part_under_no_grad)
     zoneout.msure_ste(lambda m, u, lam: right_msure(m, u, lam).reshape(1, 1))
-    zoneout.norm_stabiliser(lambda h, h0, lam: right_ns(h.float(), h0.float(), lam))
+    zoneout.msure_ste(  # the surrogate's zero term averaged apart
+        lambda m, u, lam: lam * (u - (m > 0).to(m.dtype).mean() - (m - m.detach()).mean()) ** 2
+    )
     zoneout.norm_stabiliser(lambda h, h0, lam: right_ns(h, h0, lam).reshape(1))
     zoneout.norm_stabiliser(lambda h, h0, lam: right_ns(h, h0.detach(), lam))
-    assert capsys.readouterr().out.count("✓") == 11
+    assert capsys.readouterr().out.count("✓") == 9
+
+
+# the dtype rule (checks.dtypes): float64 in, float64 out; a float32 answer is refused by name
+FLOAT32_ANSWERS = {
+    "zoneout_step": (zoneout.zoneout_step,
+                     lambda *args: right_zoneout(*(a.float() for a in args))),
+    "msure_ste": (zoneout.msure_ste, lambda m, u, lam: right_msure(m.float(), u, lam)),
+    "norm_stabiliser": (zoneout.norm_stabiliser,
+                        lambda h, h0, lam: right_ns(h.float(), h0.float(), lam)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", FLOAT32_ANSWERS)
+def test_a_float32_answer_is_refused_by_the_dtype_rule(name):
+    checker, fn = FLOAT32_ANSWERS[name]
+    with pytest.raises(CheckFailed, match="(?s)float32, but the inputs are float64.*dtype=x.dtype"):
+        checker(fn)
+
+
+def _zoneout_through_float32_zeros(c_prev, h_prev, c_tilde, o, d_c, d_h):
+    squashed = torch.zeros(c_prev.shape)  # float32: the values written into it are rounded
+    squashed += torch.tanh(c_tilde)
+    c = d_c * c_prev + (1 - d_c) * c_tilde
+    return d_h * h_prev + (1 - d_h) * (o * squashed), c  # promoted back to float64
+
+
+def _ns_through_float32_norms(h, h0, lam):
+    norms = torch.zeros(h.shape[0], h.shape[1] + 1)  # float32
+    norms += torch.cat([h0[:, None], h], dim=1).norm(dim=-1)
+    return lam * (norms.diff(dim=1) ** 2).mean() * torch.ones((), dtype=h.dtype)
+
+
+@pytest.mark.parametrize(
+    ("checker", "fn"),
+    [(zoneout.zoneout_step, _zoneout_through_float32_zeros),
+     (zoneout.norm_stabiliser, _ns_through_float32_norms)],
+    ids=["zoneout_step", "norm_stabiliser"],
+)  # fmt: skip
+def test_float32_on_the_way_is_named(checker, fn):
+    with pytest.raises(CheckFailed, match="(?s)only to float32 precision.*torch.zeros"):
+        checker(fn)
+
+
+def _msure_ge(margins, u_target, lam):
+    b = (margins >= 0).to(margins.dtype) + (margins - margins.detach())
+    return lam * (u_target - b.mean()) ** 2
+
+
+def _msure_rounding(margins, u_target, lam):
+    b = (margins > 0).to(margins.dtype) + margins - margins.detach()  # 1 + 1e17 rounds
+    return lam * (u_target - b.mean()) ** 2
+
+
+def test_msure_at_a_zero_margin_and_at_huge_margins():
+    with pytest.raises(CheckFailed, match=r"(?s)exactly 0 counted as an update \(\[m >= 0\]\)"
+                       ".*strict bracket"):  # fmt: skip
+        zoneout.msure_ste(_msure_ge)
+    with pytest.raises(CheckFailed, match="(?s)1e17 to 1e20.*lost their 0/1 values to rounding"):
+        zoneout.msure_ste(_msure_rounding)
 
 
 class _STE(torch.autograd.Function):
@@ -76,7 +135,7 @@ def _custom_ste_msure(margins, u_target, lam):
 def _hard_part_under_no_grad(margins, u_target, lam):
     with torch.no_grad():
         hard = (margins > 0).to(margins.dtype)
-    return lam * (u_target - (hard + margins - margins.detach()).mean()) ** 2
+    return lam * (u_target - (hard + (margins - margins.detach())).mean()) ** 2
 
 
 def test_the_notebook_solutions_and_other_forms_pass(capsys):
@@ -86,7 +145,7 @@ def test_the_notebook_solutions_and_other_forms_pass(capsys):
         return h, c
 
     def msure_ste(margins, u_target, lam):
-        b = (margins > 0).to(margins.dtype) + margins - margins.detach()
+        b = (margins > 0).to(margins.dtype) + (margins - margins.detach())
         return lam * (u_target - b.mean()) ** 2
 
     def norm_stabiliser(h, h0, lam):
@@ -94,7 +153,6 @@ def test_the_notebook_solutions_and_other_forms_pass(capsys):
         return lam * (norms[:, 1:] - norms[:, :-1]).pow(2).mean()
 
     zoneout.zoneout_step(zoneout_step)
-    zoneout.zoneout_step(lambda *args: zoneout_step(*(a.float() for a in args)))
     zoneout.zoneout_step(
         lambda cp, hp, ct, o, dc, dh: (
             torch.lerp(o * torch.tanh(ct), hp, dh),
@@ -108,9 +166,7 @@ def test_the_notebook_solutions_and_other_forms_pass(capsys):
         )
     )
     zoneout.msure_ste(msure_ste)
-    zoneout.msure_ste(lambda m, u, lam: msure_ste(m.float(), u, lam))
     zoneout.norm_stabiliser(norm_stabiliser)
-    zoneout.norm_stabiliser(lambda h, h0, lam: norm_stabiliser(h.float(), h0.float(), lam))
     zoneout.norm_stabiliser(
         lambda h, h0, lam: (
             lam
@@ -121,7 +177,7 @@ def test_the_notebook_solutions_and_other_forms_pass(capsys):
             / (h.shape[0] * h.shape[1])
         )
     )
-    assert capsys.readouterr().out.count("✓") == 9
+    assert capsys.readouterr().out.count("✓") == 6
 
 
 def _step(c_mask=None, h_mask=None, c_keep=None, h_keep=None, h_from_zoned=False):
@@ -192,7 +248,6 @@ ZONEOUT_MISTAKES = {
         ),
         "c is not right",
     ),
-    "stub": (_stub, "not implemented"),
     "the checker's own": (zoneout._zoneout, "book's own function"),
     "one mask per sequence": (
         lambda cp, hp, ct, o, dc, dh: right_zoneout(cp, hp, ct, o, dc[:, :1], dh[:, :1]),
@@ -373,7 +428,6 @@ MSURE_MISTAKES = {
     ),
     "a float": (lambda m, u, lam: right_msure(m, u, lam).item(), "torch.Tensor"),
     "in place": (lambda m, u, lam: right_msure(m.data.mul_(1.5), u, lam), "in place"),
-    "stub": (_stub, "not implemented"),
     "the package's": (penalties.msure_penalty, "book's own function"),
 }
 
@@ -528,7 +582,6 @@ NS_MISTAKES = {
         "not one number",
     ),
     "in place": (lambda h, h0, lam: right_ns(h, h0.mul_(2), lam), "in place"),
-    "stub": (_stub, "not implemented"),
     "the package's": (penalties.norm_stabiliser, "book's own function"),
 }
 

@@ -166,6 +166,22 @@ def test_decay_multiplies_kept_values():
     assert torch.equal(h[kept], torch.full((int(kept.sum()),), 0.5))  # p_d = 1: always decayed
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, F64], ids=["float32", "float64"])
+def test_prob_decay_is_built_in_the_models_dtype(dtype):
+    # alpha = 0.1: 1 - alpha is 0.9 in float64 but 0.89999998 if rounded through float32 first
+    torch.manual_seed(4)
+    cell = SBALSTMCell(3, 8, variant="h", M=8, decay="prob", alpha=0.1, p_decay=1.0).to(dtype)
+    h_prev = torch.ones(2, 8, dtype=dtype)
+    high = torch.full((2, 8), 50.0, dtype=dtype)  # references no surprisal rises above
+    state = (h_prev, torch.zeros(2, 8, dtype=dtype), high, high.clone())
+    cell.trace = []
+    h, *_ = cell.step(cell.project_inputs(torch.randn(2, 3, dtype=dtype)), state)
+    kept = cell.trace[0] == 0
+    assert kept.any() and h.dtype == dtype
+    # exact by construction: a kept unit is 1 times the factor 1 - alpha of the model's dtype
+    assert torch.equal(h[kept], torch.full((int(kept.sum()),), 1 - 0.1, dtype=dtype))
+
+
 def test_last_update_reference_deadlocks_and_candidate_does_not():
     rates = {}
     for reference in ("candidate", "last_update"):

@@ -23,6 +23,7 @@ import math
 
 import torch
 
+from rnnbook.checks.dtypes import expect_dtype
 from rnnbook.checks.grading import (
     as_number,
     call,
@@ -199,6 +200,7 @@ def _fill_output(fn, name, where, h_hat, b, shape_hints, pieces_hint=None):
             "the filled outputs are h_hat's rows or copies of them: build them in h_hat's dtype "
             "(torch.zeros_like(h_hat), h_hat.new_zeros), not in an integer, bool or half type.",
         )
+    expect_dtype(got, h_hat.dtype, where)
     if not unchanged(given, (h_hat, b)):
         fail(
             f"{where} changed an argument in place.",

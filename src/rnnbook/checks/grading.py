@@ -1,4 +1,11 @@
-"""The machinery of the exercise checkers: a failure type and a way to report success."""
+"""The machinery of the exercise checkers: a failure type and a way to report success.
+
+Three outcomes, three signals: a right answer returns the checker's pass line (``passed``,
+which starts with ✓); a wrong one raises :class:`CheckFailed` with a hint; an untouched stub
+(its ``raise NotImplementedError`` still there) returns a :class:`NotAttemptedYet` line and
+raises nothing, so that "Run all" in Jupyter or Colab goes past the exercises a reader has
+not tried yet, while a wrong answer still stops the notebook loudly.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +13,35 @@ import functools
 
 import torch
 
+NOT_ATTEMPTED = "not attempted yet"
+
 
 class CheckFailed(AssertionError):
     """The answer is not right yet; the message says what was tested and gives a hint."""
+
+
+class NotAttemptedYet(str):
+    """What a checker returns for an untouched stub: the line it printed, marked as such."""
+
+
+class _Untouched(Exception):
+    """Raised by :func:`call` when the answer raises NotImplementedError; the checker's
+    decorator (:func:`own_random_state`) turns it into a :class:`NotAttemptedYet` line."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+def not_attempted(name: str, why: str = "the stub still raises NotImplementedError") -> str:
+    """Print and return the line of an exercise whose stub is untouched (a
+    :class:`NotAttemptedYet`); ``why`` says how the checker knows."""
+    message = NotAttemptedYet(
+        f"· {name}: {NOT_ATTEMPTED} ({why}). Write your answer in place of the stub and run "
+        "the cell again."
+    )
+    print(message)
+    return message
 
 
 def fail(what: str, hint: str) -> None:
@@ -23,13 +56,20 @@ def passed(name: str, tests: list[str]) -> str:
 
 
 def own_random_state(checker):
-    """Run ``checker`` with torch's global random state saved and restored, so that checking
-    an exercise never changes the random numbers of the cells that follow it."""
+    """Every public checker's decorator. It runs ``checker`` with torch's global random state
+    saved and restored, so that checking an exercise never changes the random numbers of the
+    cells that follow it; and it reports an untouched stub (the answer raised
+    NotImplementedError) with a printed "not attempted yet" line instead of an exception."""
 
     @functools.wraps(checker)
     def wrapped(*args, **kwargs):
-        with torch.random.fork_rng(devices=[]):
-            return checker(*args, **kwargs)
+        try:
+            with torch.random.fork_rng(devices=[]):
+                return checker(*args, **kwargs)
+        except _Untouched as untouched:
+            return not_attempted(untouched.name)
+        except NotImplementedError:  # raised by the answer outside `call`
+            return not_attempted(getattr(checker, "__name__", "the answer"))
 
     return wrapped
 
@@ -41,7 +81,7 @@ def call(fn, *args, name: str):
     except CheckFailed:
         raise
     except NotImplementedError:
-        fail(f"{name} is not implemented yet.", "replace the `raise NotImplementedError` line.")
+        raise _Untouched(name) from None  # reported by the checker's decorator, not raised
     except Exception as error:  # the student's code crashed
         fail(
             f"{name} raised {type(error).__name__}: {error}",

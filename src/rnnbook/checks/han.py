@@ -16,6 +16,7 @@ import numbers
 import torch
 
 from rnnbook import skip as _skip
+from rnnbook.checks.dtypes import expect_dtype
 from rnnbook.checks.grading import (
     call,
     close,
@@ -153,7 +154,7 @@ def pointer_sum(fn) -> str:
             shape = tuple(got.shape)
             if shape in wrong_shapes:
                 fail(f"{where} returned shape {shape}, not ({B}, {K}).", wrong_shapes[shape])
-        got = expect_tensor(got, (B, K), where)
+        got = expect_dtype(expect_tensor(got, (B, K), where), alpha.dtype, where)
         if not unchanged(given, (alpha, doc, cands)):
             fail(f"{where} changed an argument in place.", "build the scores in a new tensor.")
         value = got.detach().to(F64)
@@ -297,6 +298,7 @@ def masked_softmax(fn) -> str:
         want = _masked_softmax(scores, mask).to(F64)
         given = [scores.clone(), mask.clone()]
         got = expect_tensor(call(fn, *given, name=name), shape, where)
+        got = expect_dtype(got, scores.dtype, where)
         if not unchanged(given, (scores, mask)):
             fail(f"{where} changed an argument in place.", "build the result in a new tensor.")
         value = got.detach().to(F64)
@@ -640,7 +642,7 @@ def _check_sens(fn, name, where, inputs, theta, M, patterns):
             f"{where} returned shape {tuple(got.shape)}, not the new state ({B}, {H}).",
             "return h itself: h_hat or h_prev, chosen by the layer's decision.",
         )
-    got = expect_tensor(got, (B, H), where)
+    got = expect_dtype(expect_tensor(got, (B, H), where), h_hat.dtype, where)
     if not unchanged(given, inputs):
         fail(f"{where} changed an argument in place.", "build h in a new tensor.")
     _check_sens_values(where, got.detach(), h_hat, h_prev, s, s_prev, theta, b, patterns)

@@ -13,6 +13,7 @@ import numbers
 import numpy as np
 import torch
 
+from rnnbook.checks.dtypes import expect_dtype
 from rnnbook.checks.grading import call, close, expect_tensor, fail, own_random_state, passed
 from rnnbook.models.lmu import DelayNetwork, dn_matrices, legendre_decoder
 
@@ -23,6 +24,7 @@ def _number(value, what: str) -> float:
     return float(value)
 
 
+@own_random_state
 def ema_window(fn) -> str:
     """Exercise: ``fn(theta) -> k``, the fewest recent steps carrying 95% of a d = 1 memory."""
     tests = []
@@ -56,6 +58,7 @@ def ema_window(fn) -> str:
     return passed("ema_window", tests)
 
 
+@own_random_state
 def euler_min_theta(fn) -> str:
     """Exercise: ``fn(d)``, the window above which the Euler-discretised delay network is
     stable, ``max |lambda|^2 / (-2 Re lambda)`` over the eigenvalues of theta * A."""
@@ -102,7 +105,7 @@ def fft_memory(fn) -> str:
                 "was not cut back.",
                 "after irfft, keep the first n steps.",
             )
-        m = expect_tensor(m, (B, n, d), "the memories")
+        m = expect_dtype(expect_tensor(m, (B, n, d), "the memories"), u.dtype, "the memories")
         want = _loop_memory(u, H)
         if close(m, want):
             continue
@@ -133,6 +136,7 @@ def decode(fn) -> str:
         m = torch.randn(*shape, generator=g, dtype=torch.float64)
         for r in (0.5, 0.0, 0.3, 1.0):
             got = expect_tensor(call(fn, m, r, name="decode"), shape[:-1], f"decode(m, {r})")
+            got = expect_dtype(got, m.dtype, f"decode(m, {r})")
             want = m @ torch.tensor(legendre_decoder(d, r))
             if close(got, want):
                 continue
@@ -160,6 +164,7 @@ def decode(fn) -> str:
     m = torch.randn(4, d, generator=g, dtype=torch.float64) / d
     for r in (0.3, 0.7):
         got = expect_tensor(call(fn, m, r, name="decode"), (4,), f"decode(m, {r}), d = {d}")
+        got = expect_dtype(got, m.dtype, f"decode(m, {r}), d = {d}")
         if not close(got, m @ torch.tensor(legendre_decoder(d, r)), atol=1e-9):
             fail(
                 f"decode(m, {r}) goes wrong for d = {d} although it is right for d <= 9.",

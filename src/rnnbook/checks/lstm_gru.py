@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from rnnbook.checks.dtypes import expect_dtype
 from rnnbook.checks.grading import call, close, expect_tensor, fail, own_random_state, passed
 from rnnbook.models.gru import GRUCell
 from rnnbook.models.lstm import LSTMCell
@@ -34,6 +35,7 @@ def gru_step(fn) -> str:
         weights = [w.detach() for w in weights]
         x_t, h_prev = _random(g, B, d_x), _random(g, B, H).tanh()
         out = expect_tensor(call(fn, x_t, h_prev, *weights, name="gru_step"), (B, H), "h_t")
+        out = expect_dtype(out, x_t.dtype, "h_t")
         want = reference(x_t, h_prev).detach()
         if close(out, want):
             continue
@@ -98,6 +100,7 @@ def peephole_lstm_step(fn) -> str:
         if not isinstance(out, tuple | list) or len(out) != 2:
             fail("return the pair (h_t, c_t).", "the new cell state is needed by the next step.")
         h, c = (expect_tensor(v, (B, H), name) for v, name in zip(out, ("h_t", "c_t")))
+        h, c = (expect_dtype(v, x_t.dtype, name) for v, name in ((h, "h_t"), (c, "c_t")))
         want_h, want_c = (v.detach() for v in cell(x_t, (h_prev, c_prev)))
         if not close(c, want_c):
             plain = LSTMCell(d_x, H).double()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from rnnbook.checks.dtypes import expect_dtype
 from rnnbook.checks.grading import call, close, expect_tensor, fail, own_random_state, passed
 from rnnbook.models import dnc
 from rnnbook.models import ntm as ntm_model
@@ -64,6 +65,7 @@ def write(fn) -> str:
         out = expect_tensor(
             call(fn, memory.clone(), w, erase, add, name="write"), (B, N, M), "the new memory"
         )
+        out = expect_dtype(out, memory.dtype, "the new memory")
         want = ntm_model.write(memory, w, erase, add)
         if close(out, want):
             continue
@@ -140,6 +142,7 @@ def shift(fn) -> str:
         w = _weightings(g, B, N)
         s = _weightings(g, B, 2 * S + 1)
         out = expect_tensor(call(fn, w, s, name="shift"), (B, N), "the shifted weighting")
+        out = expect_dtype(out, w.dtype, "the shifted weighting")
         want = ntm_model.shift(w, s)
         if close(out, want):
             continue
@@ -186,6 +189,7 @@ def sharpen(fn) -> str:
     w = _weightings(g, 5, 9)
     gamma = 1 + 9 * torch.rand(5, 1, generator=g, dtype=F64)
     out = expect_tensor(call(fn, w, gamma, name="sharpen"), (5, 9), "the sharpened weighting")
+    out = expect_dtype(out, w.dtype, "the sharpened weighting")
     powered = w**gamma
     want = powered / powered.sum(-1, keepdim=True)
     if not close(out, want, atol=1e-9):
@@ -211,6 +215,8 @@ def sharpen(fn) -> str:
     powered = near_flat.double() ** 30  # about 128^-30 = 1e-63: zero in float32
     want = (powered / powered.sum(-1, keepdim=True)).float()
     out = call(fn, near_flat, gamma, name="sharpen")
+    if isinstance(out, torch.Tensor):
+        expect_dtype(out, near_flat.dtype, "the sharpened float32 weighting")
     if (
         not isinstance(out, torch.Tensor)
         or not torch.isfinite(out).all()
@@ -265,6 +271,7 @@ def allocation(fn) -> str:
     for u in cases:
         B, N = u.shape
         out = expect_tensor(call(fn, u, name="allocation"), (B, N), "the allocation weighting")
+        out = expect_dtype(out, u.dtype, "the allocation weighting")
         want = dnc.allocation_weighting(u, eps=0.0)
         if close(out, want):
             continue

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import torch
 
-from rnnbook.checks.grading import call, expect_pair, expect_tensor, fail, own_random_state, passed
+from rnnbook.checks.dtypes import expect_dtype, reject_float32_inside
+from rnnbook.checks.grading import (
+    call,
+    expect_pair,
+    expect_tensor,
+    fail,
+    gradient,
+    own_random_state,
+    passed,
+    tolerance,
+)
 from rnnbook.models import sba as _sba
 from rnnbook.skip import expand_modules
 
@@ -33,9 +43,10 @@ def _select(v_hat, v_prev, s, s_prev, theta):
 
 
 def _s_ic(i, f, g, o, c_prev, B_units):
-    """S_ic: the input gate forced to 0 in the kept modules; h from the selected cell."""
+    """S_ic: the input gate forced to 0 in the kept modules; h from the selected cell.
+    Returns ``(h, c)``, the order of the book's LSTM cells (and torch's)."""
     c = f * c_prev + (B_units * i) * g
-    return c, o * torch.tanh(c)
+    return o * torch.tanh(c), c
 
 
 # --- exercise: the surprisal of a layer's modules -------------------------------------------
@@ -80,10 +91,12 @@ def module_surprisal(fn) -> str:
             }
             if shape in wrong_shapes and not (shape == (B, H) and M == H):
                 fail(f"{where} returned shape {shape}, not ({B}, {M}).", wrong_shapes[shape])
-        got = expect_tensor(got, (B, M), where)
-        got = got.detach().to(F64)
-        if torch.allclose(got, want, rtol=1e-5, atol=1e-7):
+        got = expect_dtype(expect_tensor(got, (B, M), where), v.dtype, where)
+        if torch.allclose(got.detach(), want, rtol=1e-8, atol=1e-10):
+            _check_surprisal_gradient(fn, name, where, v, M, pooling)
             continue
+        got = got.detach()
+        reject_float32_inside(got, want, where)
         batch = v.view(B, M, H // M)
         p = batch.amax(-1) if pooling == "max" else batch.mean(-1)
         if torch.allclose(got, -want, rtol=1e-6, atol=1e-9):
@@ -132,7 +145,28 @@ def module_surprisal(fn) -> str:
             "check the three steps one by one on torch.randn(2, 6) with M=3: the pooled values "
             "(B, M), their softmax over the modules (rows sum to 1), minus its log.",
         )
-    return passed(name, [f"{len(cases)} layers, max and mean, M = 1 to H"])
+    return passed(
+        name,
+        [f"{len(cases)} layers, max and mean, M = 1 to H", "the gradient that reaches v"],
+    )
+
+
+def _check_surprisal_gradient(fn, name, where, v, M, pooling):
+    """The surprisal is differentiable in v: Chapter 7's penalties train through it."""
+    tracked = v.clone().requires_grad_()
+    got = call(fn, tracked, M, pooling, name=name)
+    hint = (
+        "keep v in the graph: no .detach(), .data, .item(), torch.tensor(...) or "
+        "torch.no_grad() on the way (Chapter 7's penalties differentiate the surprisal)."
+    )
+    if not got.requires_grad:
+        fail(f"{where}: no gradient reaches v.", hint)
+    weights = torch.linspace(0.5, 1.5, got.numel(), dtype=got.dtype).view_as(got)
+    (grad,) = gradient((weights * got).sum(), tracked, where, hint)
+    reference = v.clone().requires_grad_()
+    (want,) = torch.autograd.grad((weights * _surprisal(reference, M, pooling)).sum(), reference)
+    if grad is None or not torch.allclose(grad, want, rtol=1e-9, atol=1e-12):
+        fail(f"{where}: the gradient that reaches v is not right.", hint)
 
 
 # --- exercise: one SBA selection ------------------------------------------------------------
@@ -186,11 +220,12 @@ def sba_select(fn) -> str:
                 f"{where} returned one value per module, shape ({B}, {M}).",
                 "give each of a module's K units its module's decision, then select per unit.",
             )
-        got = expect_tensor(got, (B, M * K), where)
+        got = expect_dtype(expect_tensor(got, (B, M * K), where), v_hat.dtype, where)
         if not all(torch.equal(a, b_) for a, b_ in zip(given, (v_hat, v_prev, s, s_prev))):
             fail(f"{where} changed an argument in place.", "build the new value in a new tensor.")
-        value = got.detach().to(F64)
-        if not torch.allclose(value, want, rtol=0, atol=1e-6 if got.dtype != F64 else 1e-12):
+        value = got.detach()
+        if not torch.allclose(value, want, rtol=0, atol=tolerance(got)):
+            reject_float32_inside(value, want, where)
             _explain_selection(where, value, v_hat, v_prev, b, kinds, K, theta)
         tracked = [t.clone().requires_grad_() for t in (v_hat, v_prev, s, s_prev)]
         _check_selection_gradient(where, call(fn, *tracked, theta, name=name), tracked, b, K)
@@ -289,9 +324,10 @@ def _check_selection_gradient(where, got, given, b, K):
 
 @own_random_state
 def s_ic_cell(fn) -> str:
-    """Exercise: ``fn(i, f, g, o, c_prev, b_units) -> (c, h)``: the S_ic LSTM variant's new
-    cell and output, given the gates of the plain step and the decisions spread over the
-    units (1 = update)."""
+    """Exercise: ``fn(i, f, g, o, c_prev, b_units) -> (h, c)``: the S_ic LSTM variant's new
+    output and cell (in the order of the book's LSTM cells and torch's), given the gates of
+    the plain step and the decisions spread over the units (1 = update); the gradients reach
+    every gate and ``c_prev`` as through the S_ic cell."""
     _own_work(fn, "s_ic_cell")
     name = _name(fn, "s_ic_cell")
     gen = torch.Generator().manual_seed(63)
@@ -301,39 +337,43 @@ def s_ic_cell(fn) -> str:
         c_prev = torch.randn(batch, H, generator=gen, dtype=F64)
         B_units = (torch.rand(batch, H, generator=gen) < 0.5).to(F64)
         B_units[0] = 1.0  # one row updates everywhere: there S_ic is the plain LSTM
-        want_c, want_h = _s_ic(i, f, g, o, c_prev, B_units)
+        want_h, want_c = _s_ic(i, f, g, o, c_prev, B_units)
         originals = (i, f, g, o, c_prev, B_units)
         given = [t.clone() for t in originals]
         out = call(fn, *given, name=name)
         where = f"{name} on a batch of {batch}, {H} units"
-        c, h = expect_pair(out, "ch", (batch, H), where)
+        h, c = expect_pair(out, "hc", (batch, H), where)
         if not all(torch.equal(a, b) for a, b in zip(given, originals)):
-            fail(f"{where} changed an argument in place.", "build c and h as new tensors.")
-        c64, h64 = c.detach().to(F64), h.detach().to(F64)
-        atol = 1e-12 if c.dtype == F64 else 1e-6
-        if torch.allclose(c64, want_c, atol=atol) and torch.allclose(h64, want_h, atol=atol):
-            tracked = [t.clone() for t in originals]
-            tracked[0].requires_grad_()  # the input gate
-            c_tracked = call(fn, *tracked, name=name)[0]
-            _check_s_ic_gradient(where, c_tracked, tracked[0], B_units)
+            fail(f"{where} changed an argument in place.", "build h and c as new tensors.")
+        h, c = (expect_dtype(t, F64, f"{where}: {n}") for t, n in ((h, "h"), (c, "c")))
+        h, c = h.detach(), c.detach()
+        atol = tolerance(c)
+        if torch.allclose(c, want_c, rtol=1e-10, atol=atol) and torch.allclose(
+            h, want_h, rtol=1e-10, atol=atol
+        ):
+            _check_s_ic_gradient(fn, name, where, gen, originals)
             continue
-        _explain_s_ic(where, c64, h64, i, f, g, o, c_prev, B_units, want_c, want_h)
+        _explain_s_ic(where, h, c, i, f, g, o, c_prev, B_units, want_h, want_c)
     return passed(
         name,
-        ["mixed decisions per unit and an all-update row (= the LSTM)", "the input gate's "
-         "gradient only where a module updates"],
+        ["mixed decisions per unit and an all-update row (= the LSTM)", "the gradients of h "
+         "and c to every gate and to c_prev, the input gate's only where a module updates"],
     )  # fmt: skip
 
 
-def _explain_s_ic(where, c, h, i, f, g, o, c_prev, B_units, want_c, want_h):
+def _explain_s_ic(where, h, c, i, f, g, o, c_prev, B_units, want_h, want_c):
     kept = B_units == 0
     hat_c = f * c_prev + i * g
 
     def same(a, b):
         return torch.allclose(a, b, atol=1e-6)
 
-    if same(c, want_h) and same(h, want_c):
-        fail(f"{where} returned (h, c).", "the order is (c, h): the cell first.")
+    if same(h, want_c) and same(c, want_h):
+        fail(
+            f"{where} returned (c, h).",
+            "the order is (h, c), the output first: the order in which the book's LSTM cells "
+            "(and torch's) return their state.",
+        )
     if same(c, hat_c):
         fail(f"{where}: the kept modules changed nothing.", "in S_ic they block the input.")
     if same(c, torch.where(kept, c_prev + i * g, hat_c)):
@@ -357,7 +397,9 @@ def _explain_s_ic(where, c, h, i, f, g, o, c_prev, B_units, want_c, want_h):
             f"{where}: the kept modules' cell was set to zero.",
             "with nothing written, the old cell still passes through the forget gate.",
         )
+    reject_float32_inside(c, want_c, f"{where}: c")
     if same(c, want_c):
+        reject_float32_inside(h, want_h, f"{where}: h")
         if same(h, o * torch.tanh(hat_c)):
             fail(
                 f"{where}: h comes from the plain step's cell.",
@@ -371,18 +413,58 @@ def _explain_s_ic(where, c, h, i, f, g, o, c_prev, B_units, want_c, want_h):
     )
 
 
-def _check_s_ic_gradient(where, c, i, B_units):
-    """dc/di = b_units * g: the input gate gets a gradient only in updating modules."""
-    if not c.requires_grad:
-        fail(
-            f"{where}: no gradient reaches the input gate.",
-            "keep the gates in the graph: no .detach() or .data.",
-        )
-    (grad,) = torch.autograd.grad(c.sum(), i, allow_unused=True)
-    updating = B_units == 1
-    if grad is None or (grad[~updating].abs() > 0).any() or (grad[updating] == 0).all():
-        fail(
-            f"{where}: the input gate's gradient is not right.",
-            "a kept module's input gate is replaced by 0, so no gradient reaches it there; an "
-            "updating module's is the plain LSTM's.",
-        )
+_S_IC_GRADIENT_HINT = (
+    "S_ic replaces the input gate by 0 where a module keeps and changes nothing else: every "
+    "other path of the LSTM step stays in the graph (no .detach(), .data or torch.no_grad())."
+)
+
+
+def _check_s_ic_gradient(fn, name, where, gen, originals):
+    """The Jacobians of S_ic, all diagonal: dc/dc_prev = f, dc/df = c_prev, dc/di = b g,
+    dc/dg = b i, and h = o tanh(c) passes dh/dc = o (1 - tanh^2 c) on to all of them, with
+    dh/do = tanh c. A cut path (a detached gate, c_prev or c) or an input gate whose gradient
+    leaks into the kept modules is named."""
+    i, f, g, o, c_prev, B_units = originals
+    names = ("i", "f", "g", "o", "c_prev")
+    kept = B_units == 0
+    for which, what in ((1, "c"), (0, "h")):
+        leaves = [t.clone().requires_grad_() for t in (i, f, g, o, c_prev)]
+        out = call(fn, *leaves, B_units.clone(), name=name)
+        state = expect_pair(out, "hc", tuple(c_prev.shape), where)[which]
+        if not state.requires_grad:
+            fail(f"{where}: no gradient flows through {what} (it left the graph).",
+                 _S_IC_GRADIENT_HINT)  # fmt: skip
+        reference = [t.clone().requires_grad_() for t in (i, f, g, o, c_prev)]
+        ref_state = _s_ic(*reference, B_units)[which]
+        weights = 0.5 + torch.rand(state.shape, generator=gen, dtype=state.dtype)
+        got = gradient((weights * state).sum(), leaves, where, _S_IC_GRADIENT_HINT)
+        want = torch.autograd.grad((weights * ref_state).sum(), reference, allow_unused=True)
+        for x, grad, right in zip(names, got, want):
+            grad = torch.zeros_like(c_prev) if grad is None else grad
+            right = torch.zeros_like(c_prev) if right is None else right
+            if torch.allclose(grad, right, rtol=1e-9, atol=1e-12):
+                continue
+            if (
+                x == "i"
+                and (grad[kept] != 0).any()
+                and torch.allclose(grad[~kept], right[~kept], rtol=1e-9, atol=1e-12)
+            ):
+                fail(
+                    f"{where}: the input gate's gradient reaches the kept modules.",
+                    "a kept module's input gate is replaced by 0, so no gradient reaches it "
+                    "there; an updating module's is the plain LSTM's.",
+                )
+            if ((right != 0) & (grad == 0)).any():
+                if what == "h" and x != "o":  # c passed it, so h = o * tanh(c) cut it
+                    fail(
+                        f"{where}: no gradient reaches {x} from h, although it reaches it "
+                        "from c: was c detached before h = o * tanh(c)?",
+                        _S_IC_GRADIENT_HINT,
+                    )
+                fail(
+                    f"{where}: no gradient reaches {x} from {what}: was {x} detached, or the "
+                    "step computed under torch.no_grad()?",
+                    _S_IC_GRADIENT_HINT,
+                )
+            fail(f"{where}: the gradient of {what} with respect to {x} is not right.",
+                 _S_IC_GRADIENT_HINT)  # fmt: skip

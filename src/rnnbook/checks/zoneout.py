@@ -17,6 +17,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from rnnbook import penalties as _pen
+from rnnbook.checks.dtypes import expect_dtype, reject_float32_inside
 from rnnbook.checks.grading import (
     call,
     expect_pair,
@@ -26,7 +27,6 @@ from rnnbook.checks.grading import (
     name_of,
     own_random_state,
     passed,
-    tolerance,
 )
 from rnnbook.models.zoneout import ZoneoutLSTMCell as _ZoneoutLSTMCell
 
@@ -45,7 +45,7 @@ def _zoneout(c_prev, h_prev, c_tilde, o, d_c, d_h):
 
 def _ste(margins):
     """(pen-ste): the values of [m > 0], with derivative 1 in the margin."""
-    return (margins > 0).to(margins.dtype) + margins - margins.detach()
+    return (margins > 0).to(margins.dtype) + (margins - margins.detach())  # exactly 0 or 1
 
 
 def _msure(margins, u_target, lam):
@@ -170,9 +170,14 @@ def zoneout_step(fn) -> str:
         h, c = expect_pair(_call(fn, *given, name=name), "hc", (B, H), where)
         if not all(torch.equal(a, b) for a, b in zip(given, originals)):
             fail(f"{where} changed an argument in place.", "build h and c as new tensors.")
-        h64, c64 = h.detach().to(F64), c.detach().to(F64)
-        atol = max(tolerance(h), tolerance(c))
-        if not (torch.allclose(h64, want_h, atol=atol) and torch.allclose(c64, want_c, atol=atol)):
+        h, c = (expect_dtype(t, F64, f"{where}: {n}") for t, n in ((h, "h"), (c, "c")))
+        h64, c64 = h.detach(), c.detach()
+        if not (
+            torch.allclose(h64, want_h, rtol=1e-10, atol=1e-12)
+            and torch.allclose(c64, want_c, rtol=1e-10, atol=1e-12)
+        ):
+            reject_float32_inside(c64, want_c, f"{where}: c")
+            reject_float32_inside(h64, want_h, f"{where}: h")
             _explain_zoneout(where, h64, c64, *originals, want_h, want_c)
         _check_zoneout_gradient(fn, name, where, gen, originals)
     return passed(
@@ -452,28 +457,41 @@ _STEP_HAS_NO_SLOPE = (
 def msure_ste(fn) -> str:
     """Exercise: ``fn(margins (T, B, M), u_target, lam) -> R``, (pen-msure) of the
     decisions [m > 0] with the straight-through surrogate (pen-ste): the literal value, and
-    a gradient of -2 lam (u_target - u) / n in every margin."""
+    a gradient of -2 lam (u_target - u) / n in every margin; margins of exactly 0 do not
+    update (the strict bracket), and margins of 1e17 to 1e20 keep their 0/1 decisions (no
+    rounding in the surrogate's forward value)."""
     _own_work(fn, "msure_ste")
     name = name_of(fn, "msure_ste")
     gen = torch.Generator().manual_seed(72)
     # (T, B, M, positives, u_target, lam): u above and below the target; the first lam is
     # not 1/2, 1 or 2, so that lam squared, lam missing and a factor 1/2 differ
-    cases = [(4, 3, 6, 18, 0.8, 3.0), (5, 4, 3, 45, 0.2, 0.5), (6, 2, 4, 12, 0.6, 0.1),
-             (3, 5, 2, 22, 0.5, 3.0), (8, 1, 2, 13, 0.05, 1.5)]  # fmt: skip
-    for T, B, M, positives, u_target, lam in cases:
+    # then two windows of margins at the edges: some exactly 0 (and -0), a tie that does not
+    # update, [m > 0]; and margins of 1e17 to 1e20, where 1 + m rounds to m in float64
+    cases = [(4, 3, 6, 18, 0.8, 3.0, "random"), (5, 4, 3, 45, 0.2, 0.5, "random"),
+             (6, 2, 4, 12, 0.6, 0.1, "random"), (3, 5, 2, 22, 0.5, 3.0, "random"),
+             (8, 1, 2, 13, 0.05, 1.5, "random"), (4, 3, 5, 20, 0.25, 3.0, "zeros"),
+             (3, 4, 4, 30, 0.5, 3.0, "huge")]  # fmt: skip
+    for T, B, M, positives, u_target, lam, kind in cases:
         m = _margins(gen, (T, B, M), positives)
+        if kind == "zeros":  # a third of the negative margins become exactly 0 or -0
+            ties = (m < 0).flatten().nonzero().flatten()[::3]
+            m.view(-1)[ties] = torch.tensor([0.0, -0.0], dtype=F64).repeat(len(ties))[: len(ties)]
+        if kind == "huge":
+            m = m * 10.0 ** (17 + 3 * torch.rand(m.shape, generator=gen, dtype=F64))
         n = m.numel()
         u = positives / n
         want = lam * (u_target - u) ** 2
         where = f"{name}(margins of shape ({T}, {B}, {M}), u_target={u_target}, lam={lam})"
+        if kind != "random":
+            where += " with margins of " + ("exactly 0" if kind == "zeros" else "1e17 to 1e20")
         given = m.clone().requires_grad_()
         with _DetachSpy() as spy:
             got = _call(fn, given, u_target, lam, name=name)
-        got = _scalar(got, where)
+        got = expect_dtype(_scalar(got, where), m.dtype, where)
         if not torch.equal(given.detach(), m):
             fail(f"{where} changed the margins in place.", "compute the decisions in new tensors.")
-        value = got.detach().to(F64)
-        if not torch.allclose(value, torch.tensor(want, dtype=F64), rtol=1e-5, atol=tolerance(got)):
+        value = got.detach()
+        if not torch.allclose(value, torch.tensor(want, dtype=F64), rtol=1e-10, atol=1e-12):
             _explain_msure_value(where, float(value), m, u_target, lam, want)
         if not got.requires_grad:
             if spy.left:
@@ -501,7 +519,8 @@ def msure_ste(fn) -> str:
         _check_msure_gradient(where, grad, slope)
     return passed(
         name,
-        [f"{len(cases)} windows, the rate above and below the target", "the literal value",
+        [f"{len(cases)} windows, the rate above and below the target", "the literal value, "
+         "margins of exactly 0 and of 1e17 to 1e20 included",
          "the straight-through gradient in every margin"],
     )  # fmt: skip
 
@@ -518,6 +537,23 @@ def _explain_msure_value(where, value, m, u_target, lam, want):
 
     def says(what, hint):
         fail(f"{where} = {value:.6g}: {what}.", hint)
+
+    if (m == 0).any() and same(lam * (u_target - float((m >= 0).to(F64).mean())) ** 2):
+        says(
+            "a margin of exactly 0 counted as an update ([m >= 0])",
+            "the decision is the strict bracket [m > 0] (pen-ste), as in (sba-decision): a "
+            "margin of 0 is a tie, and a tie keeps.",
+        )
+    rounded = ((m > 0).to(F64) + m) - m  # the surrogate added and subtracted left to right
+    if not torch.equal(rounded, (m > 0).to(F64)) and same(
+        lam * (u_target - float(rounded.mean())) ** 2
+    ):
+        says(
+            "the decisions lost their 0/1 values to rounding: for a margin of 1e17, 1 + m "
+            "rounds to m in float64, and (1 + m) - m is 0",
+            "add the straight-through term of (pen-ste) as one bracket, m - stopgrad(m), which "
+            "is exactly 0 for every finite margin, so that the forward value stays 0 or 1.",
+        )
 
     if same(lam * (u_target - float(d.sum())) ** 2):
         says(
@@ -719,11 +755,12 @@ def norm_stabiliser(fn) -> str:
         want = _ns(h, h0, lam)
         where = f"{name}(h of shape ({B}, {T}, {H}), h0 of shape ({B}, {H}), lam={lam})"
         given = [h.clone().requires_grad_(), h0.clone()]
-        got = _scalar(_call(fn, *given, lam, name=name), where)
+        got = expect_dtype(_scalar(_call(fn, *given, lam, name=name), where), h.dtype, where)
         if not (torch.equal(given[0].detach(), h) and torch.equal(given[1], h0)):
             fail(f"{where} changed an argument in place.", "compute the norms in new tensors.")
-        value = got.detach().to(F64)
-        if not torch.allclose(value, want, rtol=1e-5, atol=tolerance(got)):
+        value = got.detach()
+        if not torch.allclose(value, want, rtol=1e-10, atol=1e-12):
+            reject_float32_inside(value, want, where)
             for wrong, what, hint in _ns_variants(h, h0, lam):
                 if torch.allclose(value, wrong, rtol=1e-5, atol=1e-9):
                     fail(f"{where} = {float(value):.6g}: {what}.", hint)
