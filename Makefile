@@ -1,8 +1,8 @@
 # The book's two commands:
 #   make book   set up, execute every chapter, render the HTML into _build/html
 #   make test   set up, lint, unit tests, the HTML build (which executes every chapter once:
-#               a failing assert fails it), the browser tests of that build and the
-#               student edition; it prints the time of each stage
+#               a failing assert fails it), the student edition made from that build, and
+#               the browser tests of both editions; it prints the time of each stage
 # Both create .venv on first use and install the tested pins from constraints.txt.
 
 PYTHON ?= python3
@@ -16,20 +16,23 @@ JB     := $(BIN)/jupyter-book
 # --keep-going lists every problem before failing.
 JBFLAGS ?= -W -n --keep-going
 
-.PHONY: help setup book student-book student-check test lint format unit notebooks html browser bench clean distclean
+.PHONY: help setup book student-book student-check test lint format unit notebooks html browser colab-check bench clean distclean
 
 # The stages of `make test`, in order. Each chapter executes once, in `html`: the build runs
 # every notebook with nb_execution_raise_on_error (_config.yml), so a failing assert stops it
-# and the log shows the cell and its traceback; `browser` and `student-check` test that very
-# build. `make notebooks` (nbval, no HTML) is there for working on one chapter alone.
-TEST_STAGES := setup lint unit html browser student-check
+# and the log shows the cell and its traceback. `student-check` makes the student edition
+# from that build's executed chapters (it executes nothing) and tests it; `browser` then
+# opens every page of both editions. `make notebooks` (nbval, no HTML) is there for working
+# on one chapter alone.
+TEST_STAGES := setup lint unit html student-check browser
 
 help:
 	@echo "make book    execute every chapter and render the HTML into _build/html"
 	@echo "make student-book  the student edition (no solutions) into _build/student"
-	@echo "make test    lint, unit tests, HTML build (executes each chapter once), browser, student edition"
+	@echo "make test    lint, unit tests, HTML build (executes each chapter once), student edition, browser"
 	@echo "make notebooks   the chapters under nbval alone (no HTML)"
-	@echo "make browser every page of _build/html in headless Chromium (screenshots in _build/)"
+	@echo "make browser every page of both editions in headless Chromium (screenshots in _build/)"
+	@echo "make colab-check  Chapters 1, 3, 4 and 5 with Colab's package versions (ipywidgets 7.7.1, ...)"
 	@echo "make bench   run the benchmarks in benchmarks/ and write benchmarks/results/"
 	@echo "make format  apply ruff's formatting and import order"
 
@@ -101,9 +104,10 @@ unit: setup
 	test $$first -eq 0 && test $$second -eq 0
 
 # The student edition, made from the executed chapters of the last `make html` (it executes
-# nothing), then checked to hold no solution.
+# nothing), then checked to hold no solution. STUDENT_REPOSITORY=URL names the repository
+# its sources are published in (launch buttons, the notebooks' first cell).
 student-check: setup
-	$(PY) scripts/student_book.py
+	$(PY) scripts/student_book.py $(if $(STUDENT_REPOSITORY),--repository $(STUDENT_REPOSITORY))
 	RNNBOOK_REQUIRE_STUDENT_BUILD=1 $(BIN)/pytest tests/test_student_edition.py -q -p no:cacheprovider
 
 # Every chapter top to bottom under nbval, without the HTML (not part of `make test`, whose
@@ -112,13 +116,32 @@ notebooks: setup
 	$(BIN)/pytest chapters --nbval-lax --nbval-current-env -q -p no:cacheprovider
 
 # --- browser tests -------------------------------------------------------------------------
-# Every page of the built site (_build/html, or RNNBOOK_SITE) in Debian's headless Chromium,
-# driven by Playwright: JavaScript errors, math, images, widgets, headings, launch buttons,
-# search, light and dark mode. Screenshots: _build/browser-screenshots/. It tests the site
-# as it is and does not build it: `make test` runs it after `html`.
+# Every page of both editions (_build/html, or RNNBOOK_SITE, and the student edition,
+# _build/student/_build/html) in Debian's headless Chromium, driven by Playwright:
+# JavaScript errors, math, images, widgets, headings, launch buttons, search, light and dark
+# mode. Screenshots: _build/browser-screenshots/. It tests the sites as they are and builds
+# neither: `make test` runs it after `html` and `student-check`. The two editions go in two
+# processes at the same time (each one mostly waits on its own Chromium); the student
+# edition's report follows the book's. RNNBOOK_EDITIONS=book|student picks one.
 browser: setup
 	scripts/install_browser.sh
-	$(BIN)/pytest tests/browser -q
+	@if [ -n "$$RNNBOOK_EDITIONS" ]; then exec $(BIN)/pytest tests/browser -q; fi; \
+	log=$$(mktemp); \
+	( RNNBOOK_EDITIONS=student $(BIN)/pytest tests/browser/test_site.py -q > $$log 2>&1; \
+	  echo $$? > $$log.rc ) & \
+	RNNBOOK_EDITIONS=book $(BIN)/pytest tests/browser -q; first=$$?; wait; \
+	echo "== the browser tests of the student edition:"; \
+	cat $$log; second=$$(cat $$log.rc); rm -f $$log $$log.rc; \
+	test $$first -eq 0 && test $$second -eq 0
+
+# --- Colab ---------------------------------------------------------------------------------
+# Chapters 1, 3, 4 and 5 (the slider figures) in a virtual environment with Colab's versions
+# (ipywidgets 7.7.1, IPython 7, ipykernel 6; made once in _build/colab-venv), without the
+# exercise stubs; then their sliders in the widget manager of ipywidgets 7, in Chromium.
+# Not part of `make test` (minutes); COLAB_CHAPTERS=... picks others.
+colab-check: setup
+	scripts/install_browser.sh
+	$(PY) scripts/colab_check.py $(COLAB_CHAPTERS)
 
 bench: setup
 	$(PY) benchmarks/run.py

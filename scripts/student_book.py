@@ -5,15 +5,21 @@ dropdowns, plus the page with the checkers' code. The student edition is made fr
 
 1. copy the book's sources into ``_build/student-src/``, taking each chapter from the
    *executed* copy that the instructor build left in ``_build/jupyter_execute/`` (so no
-   chapter trains twice);
+   chapter trains twice), with what the notebooks need to run on their own, on Binder or
+   Colab: the package (``src/``), ``binder/``, ``checkpoints/``, ``pyproject.toml``,
+   ``requirements.txt``, ``constraints.txt`` and a README;
 2. remove every ``{solution}`` block from the chapters' markdown, and drop the pages listed
-   in ``INSTRUCTOR_ONLY`` from the table of contents;
+   in ``INSTRUCTOR_ONLY`` from the table of contents; keep each ``{only}`` block written
+   for the student edition (``student``, ``student and launch_buttons``, ...) and drop those
+   written for the book (``not student``), so each edition has its own text;
 3. build it with execution off and sphinx-exercise's ``hide_solutions: true``, into
-   ``_build/student/html``.
+   ``_build/student/_build/html``.
 
-The notebooks a student downloads from that site carry no solutions either. Launch buttons
-point at ``--repository`` (a repository holding ``_build/student-src``); without one they are
-left out, because the book's own repository holds the solutions.
+The notebooks a student downloads from that site carry no solutions either. With
+``--repository URL`` (a repository holding ``_build/student-src``) the launch buttons, the
+clone line of the "How to use" page and the first cell of every chapter (which clones
+``BOOK_REPOSITORY`` on Colab) point at that repository; without one the launch buttons are
+left out, and the notebooks still name the book's repository, which holds the solutions.
 
 Usage: ``python scripts/student_book.py [--repository URL]`` after ``make html``.
 """
@@ -29,12 +35,22 @@ import sys
 from pathlib import Path
 
 import yaml
+from sphinx.util.tags import Tags
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import sync_repository_url  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "_build" / "jupyter_execute"
 SOURCES = ROOT / "_build" / "student-src"
 OUTPUT = ROOT / "_build" / "student"
 INSTRUCTOR_ONLY = ["book/instructors", "book/checkers"]  # pages the student edition omits
+# What the student sources need besides the pages, to run on Binder and Colab on their own
+# (binder/requirements.txt installs "-e ." with "-c ../constraints.txt"; the chapters load
+# checkpoints/). data/ is the download cache: only its README goes along.
+PACKAGE = ["src", "binder", "checkpoints", "pyproject.toml", "requirements.txt",
+           "constraints.txt", ".gitignore", "data/README.md"]  # fmt: skip
+LEFT_OUT = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", ".ipynb_checkpoints")
 
 # A solution is a fenced {solution} directive; its outer fence is longer than the fences of
 # the code blocks inside it, so the closing fence is the same run of backticks.
@@ -43,13 +59,48 @@ SOLUTION = re.compile(
 )
 
 
+# An {only} block (Sphinx's directive: its content is built only where the expression holds
+# for the build's tags). The book's build has no "student" tag; this script decides each
+# block for the student edition itself (Jupyter Book's _config.yml has no setting for
+# Sphinx's tags), so the student sources hold only the student edition's text.
+ONLY = re.compile(
+    r"^(?P<fence>`{3,}|:{3,})\{only\}[ \t]*(?P<expression>[^\n]*)\n(?P<body>.*?)"
+    r"^(?P=fence)[ \t]*$\n?",
+    re.S | re.M,
+)
+
+
 def strip_solutions(text: str) -> tuple[str, int]:
     """Remove every {solution} block from a markdown text; returns (text, blocks removed)."""
     return SOLUTION.subn("", text)
 
 
-def student_notebook(notebook: dict) -> tuple[dict, int]:
-    """A copy of ``notebook`` whose markdown cells hold no solution; returns it and a count."""
+def edition_tags(repository: str | None) -> list[str]:
+    """The tags the student edition's {only} blocks are decided with."""
+    return ["student", *(["launch_buttons"] if repository else [])]
+
+
+def keep_edition(text: str, tags: list[str]) -> str:
+    """``text`` with each {only} block replaced by its content where its expression holds
+    for ``tags``, and removed where it does not (nested blocks, with longer outer fences,
+    are decided in turn)."""
+    tags = Tags(tags)
+
+    def decide(match: re.Match) -> str:
+        expression = match["expression"].strip()
+        if not expression:
+            raise ValueError(f"an {{only}} block without an expression: {match[0][:80]!r}")
+        return match["body"] if tags.eval_condition(expression) else ""
+
+    while True:
+        text, n = ONLY.subn(decide, text)
+        if not n:
+            return text
+
+
+def student_notebook(notebook: dict, tags: list[str] | None = None) -> tuple[dict, int]:
+    """A copy of ``notebook`` whose markdown cells hold no solution, and only the student
+    edition's {only} blocks (``tags``: see :func:`edition_tags`); returns it and a count."""
     notebook = json.loads(json.dumps(notebook))
     removed = 0
     for cell in notebook["cells"]:
@@ -57,6 +108,7 @@ def student_notebook(notebook: dict) -> tuple[dict, int]:
             continue
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
         source, n = strip_solutions(source)
+        source = keep_edition(source, tags or edition_tags(None))
         cell["source"], removed = source, removed + n
     return notebook, removed
 
@@ -90,36 +142,89 @@ def student_config(config: dict, repository: str | None) -> dict:
     return config
 
 
-def make_sources(repository: str | None) -> dict[str, int]:
-    """Write the student sources; returns the number of solutions removed per chapter."""
+def dump_yaml(data) -> str:
+    """YAML in the order of ``data``: the order of _config.yml matters (the widget manager's
+    scripts in nb_ipywidgets_js load in it: require.js before embed-amd.js), and
+    yaml.safe_dump's default sorts the keys."""
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def readme(repository: str | None) -> str:
+    where = repository or "this repository"
+    return f"""# Recurrent Neural Networks: memory, time and skipping (student edition)
+
+The chapters of the book as notebooks, with their exercises and without the solutions, and
+the book's package `rnnbook` (`src/`) that they import.
+
+- **Colab:** open a notebook of `chapters/` from {where}; its first cell clones the
+  repository and puts `rnnbook` on the path.
+- **Binder:** `binder/` installs a CPU-only PyTorch and the package.
+- **Your machine:** `python -m pip install -e .`, then open `chapters/` in Jupyter.
+
+Made by `scripts/student_book.py` from the book's sources; `_config.yml` and `_toc.yml`
+build the student edition's HTML with Jupyter Book 1.
+"""
+
+
+def make_sources(
+    repository: str | None, sources: Path = SOURCES, executed: Path = EXECUTED
+) -> dict[str, int]:
+    """Write the student sources into ``sources``, each chapter from its executed copy in
+    ``executed / "chapters"``; returns the number of solutions removed per chapter."""
     chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
-    missing = [c.name for c in chapters if not (EXECUTED / "chapters" / c.name).exists()]
+    missing = [c.name for c in chapters if not (executed / "chapters" / c.name).exists()]
     if missing:
         raise SystemExit(f"run `make html` first: no executed copy of {', '.join(missing)}")
-    if SOURCES.exists():
-        shutil.rmtree(SOURCES)
-    shutil.copytree(ROOT / "book", SOURCES / "book")
-    (SOURCES / "chapters").mkdir(parents=True)
+    if sources.exists():
+        shutil.rmtree(sources)
+    tags = edition_tags(repository)
+    shutil.copytree(ROOT / "book", sources / "book", ignore=LEFT_OUT)
+    for page in (sources / "book").rglob("*.md"):
+        if "_vendor" not in page.parts:
+            text = page.read_text(encoding="utf-8")
+            page.write_text(keep_edition(text, tags), encoding="utf-8")
+    for name in PACKAGE:
+        source, target = ROOT / name, sources / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=LEFT_OUT)
+        else:
+            shutil.copy2(source, target)
+    (sources / "README.md").write_text(readme(repository), encoding="utf-8")
+    (sources / "chapters").mkdir(parents=True)
     removed = {}
     for chapter in chapters:
-        executed = json.loads((EXECUTED / "chapters" / chapter.name).read_text())
-        notebook, removed[chapter.stem] = student_notebook(executed)
-        (SOURCES / "chapters" / chapter.name).write_text(json.dumps(notebook, indent=1))
+        notebook = json.loads((executed / "chapters" / chapter.name).read_text())
+        notebook, removed[chapter.stem] = student_notebook(notebook, tags)
+        (sources / "chapters" / chapter.name).write_text(json.dumps(notebook, indent=1))
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    (SOURCES / "_config.yml").write_text(yaml.safe_dump(student_config(config, repository)))
+    (sources / "_config.yml").write_text(dump_yaml(student_config(config, repository)))
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    (SOURCES / "_toc.yml").write_text(yaml.safe_dump(without_pages(toc, INSTRUCTOR_ONLY)))
+    (sources / "_toc.yml").write_text(dump_yaml(without_pages(toc, INSTRUCTOR_ONLY)))
+    if repository:
+        # the chapters' first cell (BOOK_REPOSITORY, cloned on Colab) and the clone line
+        sync_repository_url.write_url(repository, sources)
     return removed
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repository", help="repository of the student sources (launch buttons)")
+    parser.add_argument(
+        "--repository",
+        help="the repository the student sources are published in: the launch buttons and "
+        "the notebooks' first cell (cloned on Colab) point at it",
+    )
     parser.add_argument("--sources-only", action="store_true", help="write the sources, no build")
     args = parser.parse_args()
     removed = make_sources(args.repository)
     for chapter, n in removed.items():
         print(f"{chapter}: {n} solution(s) removed")
+    if not args.repository:
+        book = sync_repository_url.configured_url()
+        print(
+            f"no --repository: no launch buttons, and the notebooks' first cell still clones "
+            f"{book} on Colab, the book's repository, which holds the solutions"
+        )
     if args.sources_only:
         return
     jupyter_book = Path(sys.executable).parent / "jupyter-book"

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import base64
 import html
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import ipywidgets as widgets
 import matplotlib as mpl
@@ -227,3 +233,107 @@ def test_slider_figure_embeds_its_alt_text_in_the_widget_state():
         "frame 1",
         "frame 2",
     ]
+
+
+# --- ipywidgets 7 (Colab) -------------------------------------------------------------------
+
+# Colab ships ipywidgets 7.7.1, which has no Stack. These packages are installed beside the
+# tested pins into a folder of their own (once; later runs reuse it) and put first on the
+# path of a subprocess, which then draws a slider figure with ipywidgets 7.
+IPYWIDGETS_7 = ["ipywidgets==7.7.1", "widgetsnbextension==3.6.*", "jupyterlab_widgets==1.*",
+                "ipython_genutils==0.2.*"]  # fmt: skip
+IPYWIDGETS_7_DIR = Path(__file__).resolve().parents[1] / "_build" / "test-envs" / "ipywidgets-7.7.1"
+# What pip prints when it cannot reach the registry (the only reason to skip).
+UNREACHABLE = re.compile(
+    r"NewConnectionError|Max retries exceeded|Temporary failure in name resolution|"
+    r"Network is unreachable|ConnectTimeout|ReadTimeout|No matching distribution found"
+)
+
+
+@pytest.fixture(scope="module")
+def ipywidgets_7() -> Path:
+    """A folder holding ipywidgets 7.7.1 and the packages it needs that the pins lack."""
+    done = IPYWIDGETS_7_DIR / "INSTALLED"
+    if not done.exists():
+        # Two test runs at once (make unit) each install into a folder of their own and
+        # move it into place; the second move finds the first and is dropped.
+        partial = IPYWIDGETS_7_DIR.with_name(f"{IPYWIDGETS_7_DIR.name}.{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                   "--disable-pip-version-check", "--target", str(partial), *IPYWIDGETS_7]  # fmt: skip
+        out = subprocess.run(command, capture_output=True, text=True, timeout=600)
+        if out.returncode != 0:
+            shutil.rmtree(partial, ignore_errors=True)
+            if UNREACHABLE.search(out.stdout + out.stderr):
+                pytest.skip(f"the package registry is unreachable: cannot install {IPYWIDGETS_7}")
+            pytest.fail(f"pip could not install {IPYWIDGETS_7}:\n{out.stderr[-2000:]}")
+        (partial / "INSTALLED").write_text("\n".join(IPYWIDGETS_7) + "\n")
+        try:
+            partial.rename(IPYWIDGETS_7_DIR)
+        except OSError:  # installed meanwhile by the other run
+            shutil.rmtree(partial, ignore_errors=True)
+    assert done.exists()
+    return IPYWIDGETS_7_DIR
+
+
+SLIDER_UNDER_7 = """
+import json
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import importlib.util
+import sys
+from ipywidgets.embed import dependency_state, embed_data
+
+# rnnbook.plot alone: the package's __init__ would import torch (seconds) for nothing here
+spec = importlib.util.spec_from_file_location("rnnbook_plot", sys.argv[1])
+plot = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(plot)
+
+def draw(value):
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, value])
+    return fig
+
+box = plot.slider_figure(draw, [0.5, 1.0, 2.0], "rho", index=1)
+slider, frames, *extra = box.children
+state = embed_data(views=[box], state=dependency_state(box))["manager_state"]
+links = [m["state"] for m in state["state"].values() if m["model_name"] == "LinkModel"]
+print(json.dumps({
+    "version": widgets.__version__,
+    "children": [type(c).__name__ for c in box.children],
+    "slider": [slider.index, [label for label, _ in slider.options]],
+    "frames": [frames.selected_index, list(frames._dom_classes),
+               [frames.get_title(i) for i in range(3)],
+               [type(f).__name__ for f in frames.children],
+               [f.value.split('alt="')[1].split('"')[0] for f in frames.children]],
+    "extra": [[e.value, e.layout.display] for e in extra],
+    "links": [[link["source"], link["target"]] for link in links],
+    "ids": {"slider": "IPY_MODEL_" + slider.model_id, "frames": "IPY_MODEL_" + frames.model_id},
+    "state_major": state["version_major"],
+    "figures_left": len(plt.get_fignums()),
+}))
+"""
+
+
+def test_slider_figure_under_ipywidgets_7(ipywidgets_7):
+    """Under Colab's ipywidgets 7.7.1 (no Stack) the frames go into a Tab whose titles a
+    style rule hides, linked to the slider in the browser, and the state embeds for the HTML."""
+    env = {**os.environ, "PYTHONPATH": str(ipywidgets_7), "MPLBACKEND": "Agg"}
+    out = subprocess.run(
+        [sys.executable, "-c", SLIDER_UNDER_7, plot.__file__], env=env, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    facts = json.loads(out.stdout.strip().splitlines()[-1])
+    assert facts["version"] == "7.7.1"
+    assert facts["children"] == ["SelectionSlider", "Tab", "HTML"]
+    assert facts["slider"] == [1, ["0.5", "1", "2"]]
+    index, classes, titles, kinds, alts = facts["frames"]
+    assert index == 1 and plot.FRAMES_CLASS in classes and titles == ["0.5", "1", "2"]
+    assert kinds == ["HTML"] * 3 and alts == ["rho = 0.5", "rho = 1", "rho = 2"]
+    [(style, display)] = facts["extra"]
+    assert display == "none"
+    assert f".{plot.FRAMES_CLASS} > .p-TabBar" in style and "display: none" in style
+    ids = facts["ids"]
+    assert facts["links"] == [[[ids["slider"], "index"], [ids["frames"], "selected_index"]]]
+    assert facts["state_major"] == 2 and facts["figures_left"] == 0

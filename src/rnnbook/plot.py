@@ -133,6 +133,37 @@ def _frame_html(png: bytes, alt: str) -> str:
     )
 
 
+# ipywidgets 7 has no Stack; a Tab with this class stands in for one (see _frame_box).
+FRAMES_CLASS = "rnnbook-frames"
+_HIDE_TAB_BAR = (
+    f"<style>.{FRAMES_CLASS} > .p-TabBar, .{FRAMES_CLASS} > .lm-TabBar "
+    f"{{display: none !important}} .{FRAMES_CLASS} > .widget-tab-contents "
+    "{border: none !important; padding: 0 !important}</style>"
+)
+
+
+def _frame_box(widgets, frames: list, titles: list[str], index: int):
+    """A widget that shows one of ``frames`` at a time (its ``selected_index``), and the
+    widgets that must be shown beside it: ``(box, extras)``.
+
+    ipywidgets 8 has ``Stack`` for this. ipywidgets 7 (Colab ships 7.7.1) has none, so the
+    frames go into a ``Tab``, which also shows only its selected child, and an ``HTML``
+    widget beside it carries the style rule that hides the tab titles (Lumino's tab bar:
+    ``p-TabBar`` in ipywidgets 7, ``lm-TabBar`` in later versions), so the slider is the one
+    control. The titles are set anyway: without the style (a front end that strips it) the
+    tabs are a second, working control with the slider's labels.
+    """
+    if hasattr(widgets, "Stack"):
+        return widgets.Stack(frames, selected_index=index), []
+    tabs = widgets.Tab(frames)
+    for i, title in enumerate(titles):
+        tabs.set_title(i, title)
+    tabs.selected_index = index
+    tabs.add_class(FRAMES_CLASS)
+    # the style applies from a hidden element too: no empty line under the figure
+    return tabs, [widgets.HTML(value=_HIDE_TAB_BAR, layout=widgets.Layout(display="none"))]
+
+
 def slider_figure(
     draw: Callable[[object], object],
     values: Sequence,
@@ -146,6 +177,9 @@ def slider_figure(
     ``draw(value)`` returns a Matplotlib figure for each value. All figures are rendered now,
     as images in an ipywidgets ``Stack``, and the slider is linked to the stack in the
     browser (``jslink``), so moving it works in Jupyter and in the static HTML alike.
+    ipywidgets 7 (Colab's) has no ``Stack``: there the images go into a ``Tab``, which
+    shows one child at a time like a stack, with its row of tab titles hidden by a style
+    rule (``_frame_box``); the slider is linked to it the same way.
 
     ``alt`` is each image's text alternative, for a reader who cannot see it: a function of
     the value, or a format string with the fields ``{value}``, ``{label}`` (the value as the
@@ -184,7 +218,7 @@ def slider_figure(
         frame = widgets.HTML(value=_frame_html(figure_png(draw(value)), text.strip()))
         frame.layout.max_width = "100%"
         frames.append(frame)
-    stack = widgets.Stack(frames, selected_index=index)
+    stack, extra = _frame_box(widgets, frames, [_slider_label(v) for v in values], index)
     slider = widgets.SelectionSlider(
         options=[(_slider_label(v), i) for i, v in enumerate(values)],
         index=index,
@@ -194,4 +228,4 @@ def slider_figure(
         layout=widgets.Layout(width="90%"),
     )
     widgets.jslink((slider, "index"), (stack, "selected_index"))
-    return widgets.VBox([slider, stack])
+    return widgets.VBox([slider, stack, *extra])

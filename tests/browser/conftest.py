@@ -1,17 +1,31 @@
-"""Fixtures of the browser suite: the built site, a local server for it, headless Chromium.
+"""Fixtures of the browser suite: the built sites, a local server for each, headless Chromium.
+
+The suite tests both editions of the book, every page of each, with the same checks: the
+book (the instructor edition, ``make html``) and the student edition (``make student-check``
+or ``scripts/student_book.py``, which builds it from the book's executed chapters). A page
+that works in one edition and not in the other fails like any other page.
 
 Environment (read once, at import, before any fixture changes the environment):
-    RNNBOOK_SITE         the built site (default: _build/html of this repository)
-    RNNBOOK_SCREENSHOTS  where the light and dark screenshots go (default:
-                         _build/browser-screenshots of this repository)
-    RNNBOOK_CHROMIUM     the Chromium binary (default: /usr/bin/chromium, Debian's package;
-                         scripts/install_browser.sh installs it)
+    RNNBOOK_SITE          the book's built site (default: _build/html of this repository)
+    RNNBOOK_STUDENT_SITE  the student edition's built site (default:
+                          _build/student/_build/html, unless RNNBOOK_SITE names another
+                          build); "none" tests the book alone
+    RNNBOOK_STUDENT_SOURCES  the student edition's sources, for its _config.yml and _toc.yml
+                          (default: _build/student-src)
+    RNNBOOK_EDITIONS      the editions to test, of "book,student" (default: both)
+    RNNBOOK_SCREENSHOTS   where the light and dark screenshots go (default:
+                          _build/browser-screenshots of this repository; the student
+                          edition's in its student/ folder)
+    RNNBOOK_CHROMIUM      the Chromium binary (default: /usr/bin/chromium, Debian's package;
+                          scripts/install_browser.sh installs it)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,6 +34,12 @@ from site_checks import CHROMIUM_ARGS, LaunchConfig, open_page, serve, site_page
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("RNNBOOK_SITE") or ROOT / "_build" / "html").resolve()
+_student_site = os.environ.get("RNNBOOK_STUDENT_SITE")
+if _student_site is None:  # the default student build goes with the default book build only
+    _student_site = "none" if os.environ.get("RNNBOOK_SITE") else "_build/student/_build/html"
+STUDENT_SITE = None if _student_site == "none" else (ROOT / _student_site).resolve()
+STUDENT_SOURCES = (ROOT / os.environ.get("RNNBOOK_STUDENT_SOURCES", "_build/student-src")).resolve()
+WANTED = [e.strip() for e in os.environ.get("RNNBOOK_EDITIONS", "book,student").split(",")]
 SCREENSHOTS = Path(
     os.environ.get("RNNBOOK_SCREENSHOTS") or ROOT / "_build" / "browser-screenshots"
 ).resolve()
@@ -28,12 +48,59 @@ CHROMIUM = os.environ.get("RNNBOOK_CHROMIUM") or "/usr/bin/chromium"
 VIEWPORT = {"width": 1280, "height": 900}  # wide enough for both sidebars of the theme
 
 
+@dataclass(frozen=True)
+class Edition:
+    """One edition of the book: its name, its built site, and the sources it was built from."""
+
+    name: str  # "book" or "student"
+    site: Path
+    sources: Path  # the folder of its _config.yml and _toc.yml
+
+    @property
+    def config(self) -> dict:
+        return yaml.safe_load((self.sources / "_config.yml").read_text())
+
+    @property
+    def toc(self) -> dict:
+        return yaml.safe_load((self.sources / "_toc.yml").read_text())
+
+
+# Every edition there is (the book, and the student edition unless RNNBOOK_STUDENT_SITE is
+# "none"), and the ones this run opens page by page (RNNBOOK_EDITIONS): `make browser` runs
+# the two editions in two processes at once, and the side-by-side test needs both sites.
+AVAILABLE = {"book": Edition("book", SITE, ROOT)}
+if STUDENT_SITE is not None:
+    AVAILABLE["student"] = Edition("student", STUDENT_SITE, STUDENT_SOURCES)
+EDITIONS = {name: e for name, e in AVAILABLE.items() if name in WANTED}
+
+
 def pytest_configure(config):
-    if not (SITE / "index.html").is_file():
-        raise pytest.UsageError(
-            f"the browser suite needs a built site, and there is none at {SITE}: run "
-            "`make html` first, or set RNNBOOK_SITE to the folder of a built site"
+    unknown = [name for name in WANTED if name not in ("book", "student")]
+    if unknown:
+        raise pytest.UsageError(f"RNNBOOK_EDITIONS names no edition: {unknown}")
+    if not EDITIONS:  # RNNBOOK_EDITIONS=student with RNNBOOK_STUDENT_SITE=none (or RNNBOOK_SITE)
+        pytest.exit(
+            f"no edition to test: RNNBOOK_EDITIONS={','.join(WANTED)}, and no student edition "
+            "(RNNBOOK_STUDENT_SITE=none, or RNNBOOK_SITE without RNNBOOK_STUDENT_SITE)",
+            returncode=0,
         )
+    for edition in EDITIONS.values():
+        if not (edition.site / "index.html").is_file():
+            how = {
+                "book": "run `make html` first, or set RNNBOOK_SITE to the folder of a built site",
+                "student": "run `make student-check` (it builds the student edition from the "
+                "book's executed chapters) first, or set RNNBOOK_STUDENT_SITE=none to test "
+                "the book alone",
+            }[edition.name]
+            raise pytest.UsageError(
+                f"the browser suite needs the {edition.name} edition built, and there is none "
+                f"at {edition.site}: {how}"
+            )
+        if not (edition.sources / "_config.yml").is_file():
+            raise pytest.UsageError(
+                f"no _config.yml in {edition.sources}, the sources of the {edition.name} "
+                "edition (RNNBOOK_STUDENT_SOURCES)"
+            )
     if not os.access(CHROMIUM, os.X_OK):
         raise pytest.UsageError(
             f"no Chromium at {CHROMIUM}: run scripts/install_browser.sh, or set RNNBOOK_CHROMIUM"
@@ -43,11 +110,15 @@ def pytest_configure(config):
 
 
 def pytest_generate_tests(metafunc):
-    # One session-scoped parameter per page: pytest then runs every test of a page in a row
-    # against a single load of it (see the `visit` fixture).
+    # One session-scoped parameter per page of each edition: pytest then runs every test of
+    # a page in a row against a single load of it (see the `visit` fixture).
     if "page_path" in metafunc.fixturenames:
-        pages = site_pages(SITE)
-        metafunc.parametrize("page_path", pages, ids=pages, scope="session")
+        pages = [(e.name, page) for e in EDITIONS.values() for page in site_pages(e.site)]
+        ids = [f"{name}:{page}" for name, page in pages]
+        metafunc.parametrize("page_path", pages, ids=ids, scope="session")
+    if "edition" in metafunc.fixturenames:
+        names = list(EDITIONS)
+        metafunc.parametrize("edition", [EDITIONS[n] for n in names], ids=names, scope="session")
 
 
 def pytest_terminal_summary(terminalreporter, config):
@@ -58,14 +129,22 @@ def pytest_terminal_summary(terminalreporter, config):
             terminalreporter.write_line(str(shot.relative_to(SCREENSHOTS)))
     readability = getattr(config, "readability", [])
     if readability:
-        report = SCREENSHOTS / "readability.json"
+        name = "readability.json" if list(EDITIONS) != ["student"] else "readability-student.json"
+        report = SCREENSHOTS / name
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(json.dumps(readability, indent=1) + "\n")
         terminalreporter.write_line(f"contrast measured on each page and mode: {report}")
 
 
 @pytest.fixture(scope="session")
+def editions() -> dict[str, Edition]:
+    """Every edition there is, tested in this run or not: ``{name: Edition}``."""
+    return AVAILABLE
+
+
+@pytest.fixture(scope="session")
 def site() -> Path:
+    """The book's site (the instructor edition): the one test_broken_site.py breaks."""
     return SITE
 
 
@@ -81,9 +160,16 @@ def launch_config() -> LaunchConfig:
 
 @pytest.fixture(scope="session")
 def base_url(site):
-    """The site, served over HTTP on a free local port for the whole session."""
+    """The book's site, served over HTTP on a free local port for the whole session."""
     with serve(site) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def base_urls():
+    """Each edition's site, served on a port of its own for the whole session: ``{name: url}``."""
+    with contextlib.ExitStack() as stack:
+        yield {name: stack.enter_context(serve(e.site)) for name, e in EDITIONS.items()}
 
 
 @pytest.fixture(scope="session")
@@ -108,14 +194,17 @@ def context(browser):
 
 
 @pytest.fixture(scope="session")
-def visit(browser, base_url, page_path):
-    """The page ``page_path`` of the site, opened once and shared by every test of that page.
+def visit(browser, base_urls, page_path):
+    """The page ``page_path`` (edition, path) of its edition's site, opened once and shared
+    by every test of that page; ``visit.edition`` names the edition.
 
     In a context of its own, as on a reader's first visit: nothing in localStorage (the
     theme saves the reader's choice there) and nothing cached.
     """
+    edition, path = page_path
     ctx = browser.new_context(viewport=VIEWPORT, service_workers="block")
-    loaded = open_page(ctx, base_url, page_path)
+    loaded = open_page(ctx, base_urls[edition], path)
+    loaded.edition = edition
     yield loaded
     ctx.close()
 
@@ -128,10 +217,12 @@ def readability(request) -> list:
 
 @pytest.fixture(scope="session")
 def screenshot_path(request):
-    """``screenshot_path(page, mode)``: the file for a page's screenshot, recorded for the summary."""
+    """``screenshot_path(page, mode, edition)``: the file for a page's screenshot (the
+    student edition's in a folder of its own), recorded for the summary."""
 
-    def path(page: str, mode: str) -> Path:
-        shot = SCREENSHOTS / f"{page.replace('/', '_')}-{mode}.png"
+    def path(page: str, mode: str, edition: str = "book") -> Path:
+        folder = SCREENSHOTS if edition == "book" else SCREENSHOTS / edition
+        shot = folder / f"{page.replace('/', '_')}-{mode}.png"
         request.config.screenshots_taken.append(shot)
         return shot
 

@@ -114,6 +114,7 @@ class Visit:
     failed_requests: list[str] = field(default_factory=list)
     external_requests: list[str] = field(default_factory=list)
     not_ready: list[str] = field(default_factory=list)
+    edition: str = "book"  # which edition of the book the page belongs to
 
 
 def page_name(url: str, base_url: str) -> str:
@@ -653,6 +654,23 @@ def check_launch_buttons(
     if repo_root is not None and not (repo_root / path).is_file():
         problems.append(f"the launch buttons open {path}, which is not in the repository")
     return problems
+
+
+def check_no_link_to(visit: Visit, repository_url: str, why: str) -> list[str]:
+    """No link of the page opens ``repository_url`` (a launch button, the repository button,
+    a link in the text), nor a Colab or Binder launch of it."""
+    links = visit.page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
+    repository = repository_url.rstrip("/")
+    org_repo = repository.removeprefix("https://github.com/")
+    found = [
+        link
+        for link in links
+        if link.rstrip("/") == repository
+        or link.startswith(repository + "/")
+        or f"/gh/{org_repo}/" in link
+        or f"/github/{org_repo}/" in link
+    ]
+    return [f"a link to {repository_url} ({why}): {link}" for link in found]
 
 
 def check_search(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from site_checks import (
     check_clean,
     check_console,
@@ -26,6 +27,7 @@ from site_checks import (
     check_images,
     check_launch_buttons,
     check_math,
+    check_no_link_to,
     check_search,
     check_sliders,
     check_theme,
@@ -33,6 +35,10 @@ from site_checks import (
     open_page,
     serve,
 )
+
+BOOK_REPOSITORY = yaml.safe_load(
+    (Path(__file__).resolve().parents[2] / "_config.yml").read_text(encoding="utf-8")
+)["repository"]["url"].rstrip("/")
 
 STATE_RE = re.compile(
     r'(<script type="application/vnd.jupyter.widget-state\+json">)(.*?)(</script>)', re.S
@@ -240,6 +246,31 @@ def git_commit_in_text(site: Path, html: str) -> str:
     return after_h1(html, f"<p>This page was built from commit {commit}.</p>")
 
 
+WIDGET_SCRIPT = r'<script[^>]*src="[^"]*widgets/{name}[^"]*"[^>]*></script>'
+
+
+def widget_scripts_swapped(site: Path, html: str) -> str:
+    """The widget manager loads before RequireJS, as in the student edition whose
+    _config.yml was written with sorted keys: "define is not defined", no widget renders."""
+    require = re.search(WIDGET_SCRIPT.format(name=r"require\.js"), html)
+    embed = re.search(WIDGET_SCRIPT.format(name=r"embed-amd\.js"), html)
+    assert require and embed, "no widget scripts to swap"
+    if embed.start() < require.start():  # swapped already (two cases share this page)
+        return html
+    return (
+        html[: require.start()]
+        + embed[0]
+        + html[require.end() : embed.start()]
+        + require[0]
+        + html[embed.end() :]
+    )
+
+
+def book_repository_linked(site: Path, html: str) -> str:
+    """A link to the book's repository, which the student edition must not have."""
+    return after_h1(html, f'<p><a href="{BOOK_REPOSITORY}/blob/main/chapters/x.ipynb">x</a></p>')
+
+
 def book_css_missing(site: Path, html: str) -> str:
     """Without rnnbook.css the theme puts a light card behind the grey figures in dark mode."""
     return re.sub(r'<link[^>]*href="[^"]*rnnbook\.css[^"]*"[^>]*/?>', "", html)
@@ -274,6 +305,7 @@ CASES = [
     Case("heading-skipped", "content", ("<h2",), heading_skipped, lambda v, c, l: check_headings(v), r"heading level skipped, h\d to h4"),
     Case("second-h1", "content", ("<h1",), second_h1, lambda v, c, l: check_headings(v), r"2 h1 headings"),
     Case("launch-wrong-notebook", "content", ("colab.research.google.com",), launch_wrong_notebook, _launch, r"Colab launch button points at .*another_chapter\.ipynb"),
+    Case("book-repository-linked", "content", ("<h1",), book_repository_linked, lambda v, c, l: check_no_link_to(v, l.repository_url, "planted"), rf"a link to {re.escape(BOOK_REPOSITORY)} \(planted\): .*/chapters/x\.ipynb"),
     Case("slider-unlinked", "content", ("LinkModel",), slider_unlinked, lambda v, c, l: check_sliders(v), r"did not change the image"),
     Case("slider-alt-removed", "content", ("LinkModel", "HTMLModel"), slider_alt_removed, lambda v, c, l: check_images(v), r"widget image #\d+ has neither alt text nor a caption: data:image/png"),
     Case("dark-math-unreadable", "content", ('class="math',), dark_math_unreadable, _theme("dark"), r"dark: math .* contrast"),
@@ -292,6 +324,8 @@ CASES = [
     Case("widget-state-missing", "no-state", ("widget-view+json",), widget_state_missing, lambda v, c, l: check_widgets(v), r"has no saved state"),
     Case("widget-not-rendered", "no-state", ("widget-view+json",), widget_state_missing, lambda v, c, l: check_widgets(v), r"did not render"),
     Case("widget-empty", "empty-boxes", ("VBoxModel",), widget_empty, lambda v, c, l: check_widgets(v), r"renders (as an empty box|with no size)"),
+    Case("widget-scripts-swapped", "scripts-swapped", ("LinkModel",), widget_scripts_swapped, lambda v, c, l: check_console(v), r"uncaught JavaScript error: .*define is not defined"),
+    Case("widget-scripts-swapped-render", "scripts-swapped", ("LinkModel",), widget_scripts_swapped, lambda v, c, l: check_widgets(v), r"did not render"),
 ]  # fmt: skip
 
 # Waits on a broken page end sooner: what is broken never gets ready.

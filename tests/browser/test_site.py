@@ -1,30 +1,39 @@
-"""Every page of the built book in headless Chromium: the checks of site_checks.py.
+"""Every page of both editions of the built book in headless Chromium: the checks of
+site_checks.py.
 
-Each test is run for every page (the ``page_path`` parameter, see conftest.py); pytest
-groups the tests of a page so that the page is loaded once. The order of the tests in this
-file matters a little: the slider and theme tests change the page, so they come last.
-Problems listed in known_issues.py (in chapters or src/, not fixed here) make a test xfail.
+Each test is run for every page of the book and of the student edition (the ``page_path``
+parameter, see conftest.py); pytest groups the tests of a page so that the page is loaded
+once. The order of the tests in this file matters a little: the slider and theme tests
+change the page, so they come last. Problems listed in known_issues.py (in chapters or src/,
+not fixed here) make a test xfail, in either edition.
 """
 
 from __future__ import annotations
 
+import re
+
 import pytest
-import yaml
 from known_issues import judge
 from site_checks import (
     THEMES,
+    LaunchConfig,
     check_clean,
     check_console,
     check_headings,
     check_images,
     check_launch_buttons,
     check_math,
+    check_no_link_to,
     check_redirect,
     check_search,
     check_sliders,
     check_theme,
     check_widgets,
+    site_pages,
 )
+
+# The pages only the book has (scripts/student_book.py, INSTRUCTOR_ONLY).
+INSTRUCTOR_ONLY = {"book/instructors.html", "book/checkers.html"}
 
 
 def test_no_javascript_errors_nor_failed_requests(visit):
@@ -43,18 +52,29 @@ def test_widgets_render_from_saved_state(visit):
     judge(check_widgets(visit), visit.name, "widgets")
 
 
-def test_no_warning_machine_path_or_hash(visit, repo_root):
-    judge(check_clean(visit, checkouts=[repo_root]), visit.name, "clean")
+def test_no_warning_machine_path_or_hash(visit, repo_root, editions):
+    checkouts = [repo_root, *(e.sources for e in editions.values())]
+    judge(check_clean(visit, checkouts=checkouts), visit.name, "clean")
 
 
 def test_headings_in_order(visit):
     judge(check_headings(visit), visit.name, "headings")
 
 
-def test_launch_buttons(visit, site, launch_config, repo_root):
-    if not (site / "_sources" / f"{visit.name}.ipynb").is_file():
+def test_launch_buttons(visit, editions, launch_config):
+    """The launch buttons open the page's notebook in the edition's own repository; no page
+    of the student edition links to the book's repository, which holds the solutions."""
+    edition = editions[visit.edition]
+    problems = []
+    if edition.name == "student":  # with or without a repository of its own
+        why = "the book's repository holds the solutions"
+        problems += check_no_link_to(visit, launch_config.repository_url, why)
+    notebook = edition.site / "_sources" / f"{visit.name}.ipynb"
+    if notebook.is_file():
+        launch = LaunchConfig.from_config(edition.config)
+        problems += check_launch_buttons(visit, launch, f"{visit.name}.ipynb", edition.sources)
+    elif edition.name == "book":
         pytest.skip("not a notebook page: no launch buttons")
-    problems = check_launch_buttons(visit, launch_config, f"{visit.name}.ipynb", repo_root)
     judge(problems, visit.name, "launch")
 
 
@@ -64,26 +84,58 @@ def test_slider_figures_work_without_a_kernel(visit):
 
 @pytest.mark.parametrize("mode", THEMES)
 def test_light_and_dark_mode_readable(visit, mode, screenshot_path, readability):
-    problems = check_theme(visit, mode, screenshot_path(visit.name, mode), readability)
+    shot = screenshot_path(visit.name, mode, visit.edition)
+    problems = check_theme(visit, mode, shot, readability)
+    readability[-1]["edition"] = visit.edition
     judge(problems, visit.name, "theme")
 
 
-# --- once per site ------------------------------------------------------------------------
+# --- once per edition ---------------------------------------------------------------------
 
 
-def test_search_finds_a_chapter(context, base_url):
-    judge(check_search(context, base_url, "LSTM", expect="chapters/"), "search", "search")
+def test_search_finds_a_chapter(context, base_urls, edition):
+    problems = check_search(context, base_urls[edition.name], "LSTM", expect="chapters/")
+    judge(problems, "search", "search")
 
 
-def test_index_forwards_to_the_book(context, base_url):
-    judge(check_redirect(context, base_url, "index.html"), "index", "redirect")
+def test_index_forwards_to_the_book(context, base_urls, edition):
+    judge(check_redirect(context, base_urls[edition.name], "index.html"), "index", "redirect")
 
 
-def test_every_page_of_the_toc_was_built(site, repo_root):
+def test_every_page_of_the_toc_was_built(edition):
     """A page missing from the build would silently drop out of the parametrization."""
-    toc = yaml.safe_load((repo_root / "_toc.yml").read_text())
+    toc = edition.toc
     files = [toc["root"]] + [
         entry["file"] for part in toc.get("parts", []) for entry in part.get("chapters", [])
     ]
-    missing = [f for f in files if not (site / f"{f}.html").is_file()]
-    assert not missing, f"pages of _toc.yml missing from {site}: {missing}"
+    missing = [f for f in files if not (edition.site / f"{f}.html").is_file()]
+    assert not missing, f"pages of {edition.name}'s _toc.yml missing from {edition.site}: {missing}"
+
+
+# --- the two editions side by side ---------------------------------------------------------
+
+WIDGET_VIEW = 'type="application/vnd.jupyter.widget-view+json"'
+
+
+def test_the_student_edition_has_every_page_and_output_of_the_book(editions):
+    """The student edition has the book's pages but the instructor-only ones, and each page
+    the same cell outputs and widget views: only the solutions differ."""
+    if set(editions) != {"book", "student"}:
+        pytest.skip("no student edition to compare (RNNBOOK_STUDENT_SITE=none)")
+    book, student = editions["book"].site, editions["student"].site
+    for site in (book, student):
+        assert (site / "index.html").is_file(), f"no built site at {site}"
+    book_pages, student_pages = set(site_pages(book)), set(site_pages(student))
+    assert student_pages == book_pages - INSTRUCTOR_ONLY, (
+        f"only in the book: {sorted(book_pages - INSTRUCTOR_ONLY - student_pages)}; "
+        f"only in the student edition: {sorted(student_pages - book_pages)}"
+    )
+    differ = []
+    for page in sorted(student_pages):
+        counts = []
+        for site in (book, student):
+            html = (site / page).read_text(encoding="utf-8")
+            counts.append((len(re.findall(r'class="cell_output', html)), html.count(WIDGET_VIEW)))
+        if counts[0] != counts[1]:
+            differ.append(f"{page}: (outputs, widget views) {counts[0]} in the book, {counts[1]}")
+    assert not differ, "pages whose outputs differ between the editions:\n" + "\n".join(differ)
