@@ -140,6 +140,34 @@ def test_the_uni_mask_lets_a_module_read_itself_and_slower_modules_only():
     assert mask[2].tolist() == [0, 0, 1, 1, 1, 1]
 
 
+def test_unchanged_share_counts_exact_copies_only():
+    states = torch.zeros(3, 1, 4, dtype=torch.float64)  # (T + 1, B, H)
+    states[1] = torch.tensor(
+        [0.0, 0.0, 1.0, 1e-300], dtype=torch.float64
+    )  # 2 kept, 2 moved
+    states[2] = states[1]  # every unit kept
+    assert skip.unchanged_share(states) == 6 / 8
+
+
+def test_explained_share_on_hand_made_groups():
+    values = torch.tensor([1.0, 1.0, 3.0, 3.0])
+    assert skip.explained_share(values, torch.tensor([0, 0, 1, 1]), min_count=1) == 1.0
+    assert skip.explained_share(values, torch.tensor([0, 1, 0, 1]), min_count=1) == 0.0
+    # means 1.5 and 2.5 around 2: between 4 * 0.25 = 1, total 4 * 1 = 4
+    assert skip.explained_share(values, torch.tensor([0, 1, 1, 0]), min_count=1) == 0.0
+    assert skip.explained_share(torch.tensor([1.0, 2.0, 2.0, 3.0]), torch.tensor([0, 0, 1, 1]),
+                                min_count=1) == 0.5  # fmt: skip
+
+
+def test_explained_share_leaves_out_small_groups_and_is_near_chance_for_noise():
+    values = torch.tensor([1.0, 3.0, 1.0, 3.0, 100.0])
+    groups = torch.tensor([0, 0, 1, 1, 2])  # group 2 has one member and is left out
+    assert skip.explained_share(values, groups, min_count=2) == 0.0
+    g = torch.Generator().manual_seed(0)
+    noise, labels = torch.rand(20_000, generator=g), torch.randint(0, 50, (20_000,), generator=g)
+    assert skip.explained_share(noise, labels) < 3 * 49 / 19_999  # chance: (k - 1) / (n - 1)
+
+
 @pytest.mark.parametrize(
     "call, message",
     [
@@ -160,6 +188,16 @@ def test_the_uni_mask_lets_a_module_read_itself_and_slower_modules_only():
         (lambda: skip.bernoulli_decision((2,), 1.5), "\\[0, 1\\]"),
         (lambda: skip.skip_update(torch.ones(2, 3), torch.ones(2, 4), torch.ones(3)), "one shape"),
         (lambda: skip.skip_update(torch.ones(2, 3), torch.ones(2, 3), torch.ones(4)), "broadcast"),
+        (lambda: skip.unchanged_share(torch.ones(1, 2, 3)), "at least one"),
+        (lambda: skip.unchanged_share(torch.ones(2, 3)), "states"),
+        (
+            lambda: skip.explained_share(torch.ones(3), torch.zeros(4, dtype=torch.long)),
+            "one shape",
+        ),
+        (lambda: skip.explained_share(torch.ones(2), torch.zeros(2)), "integer labels"),
+        (lambda: skip.explained_share(torch.ones(2), torch.tensor([0, 1])), "fewer than two"),
+        (lambda: skip.explained_share(torch.ones(4), torch.tensor([0, 0, 1, 1]), 1), "not vary"),
+        (lambda: skip.explained_share(torch.ones(2), torch.tensor([0, 0]), 0), "min_count"),
     ],
 )
 def test_bad_arguments_are_refused_with_a_clear_message(call, message):

@@ -249,6 +249,68 @@ def update_rate(decisions: torch.Tensor, valid: torch.Tensor | None = None) -> f
     return float((d * weight).sum() / weight.sum())
 
 
+def unchanged_share(states: torch.Tensor) -> float:
+    """The share of unit-steps at which a state kept its value exactly, ``v_t == v_{t−1}``.
+
+    An update rate counts decisions; this counts what they did to a state. The two agree
+    only where a "keep" copies the state itself (S_h for ``h``, S_c for ``c``, Chapter 6):
+    a kept S_ic unit still moves, ``c_t = f_t ⊙ c_{t−1}``.
+
+    Args:
+        states: the state before the first step and after every step, (T + 1, B, H), any
+            float dtype; compared bitwise (a copy is exact, see ``skip_update``).
+
+    Returns a Python float in [0, 1], over the T steps, B sequences and H units.
+    """
+    check_tensor(states, "states", ndim=3)
+    if states.shape[0] < 2:
+        raise ValueError(
+            f"states needs the state before the first step and after at least one, (T + 1, B, "
+            f"H) with T >= 1, got {tuple(states.shape)}"
+        )
+    return float((states[1:] == states[:-1]).double().mean())
+
+
+def explained_share(values: torch.Tensor, groups: torch.Tensor, min_count: int = 20) -> float:
+    """η², the share of the variance of ``values`` that their grouping explains.
+
+    ``η² = Σ_g n_g (mean_g − mean)² / Σ_i (v_i − mean)²``, over the groups with at least
+    ``min_count`` members (the other values are left out). Chapters 6 and 7 group the share of
+    units that updated at each step by the word read at that step: 0 if the word tells
+    nothing about the share, 1 if it decides it. With k groups of random values, η² is about
+    (k − 1) / (n − 1); compare with the same values shuffled across the groups.
+
+    Args:
+        values: one number per observation, any shape.
+        groups: integer labels (non-negative), the same shape as ``values``.
+        min_count: the fewest members a group needs to be counted, a positive integer.
+
+    Returns a Python float in [0, 1].
+    """
+    check_tensor(values, "values")
+    check_tensor(groups, "groups")
+    check_positive_int(min_count, "min_count")
+    if values.shape != groups.shape:
+        raise ValueError(
+            f"values and groups must have one shape, got {tuple(values.shape)} and "
+            f"{tuple(groups.shape)}"
+        )
+    if groups.dtype.is_floating_point or groups.dtype == torch.bool or (groups < 0).any():
+        raise ValueError(f"groups must be non-negative integer labels, got {groups.dtype}")
+    v, g = values.flatten().double(), groups.flatten()
+    counted = torch.bincount(g)[g] >= min_count
+    v, g = v[counted], g[counted]
+    if v.numel() < 2:
+        raise ValueError(f"fewer than two values belong to groups of {min_count} or more")
+    _, g = torch.unique(g, return_inverse=True)  # groups numbered 0..k-1
+    n = torch.bincount(g).double()
+    means = torch.zeros_like(n).index_add_(0, g, v) / n
+    total = (v - v.mean()).pow(2).sum()
+    if total == 0:
+        raise ValueError("the values do not vary: no variance to explain")
+    return float((n * (means - v.mean()).pow(2)).sum() / total)
+
+
 def asymptotic_update_rate(periods: Sequence[int]) -> float:
     """(skip-u-inf): ``u_∞ = (1/M) Σ_m 1/T_m`` for equal modules, the rate of a long sequence."""
     periods = check_periods(periods)
@@ -301,13 +363,14 @@ DECAYS = ("none", "const", "prob")
 def kept_factor(like: torch.Tensor, decay: str, alpha: float, p_decay: float):
     """The decay D of a kept value, as a factor: 1 (``"none"``), 1 − α (``"const"``), or
     1 − α with probability ``p_decay`` and 1 otherwise, drawn per entry of ``like``
-    (``"prob"``)."""
+    (``"prob"``), in the dtype of ``like`` (1 − α computed in that dtype, not in float32)."""
     if decay == "none":
         return 1.0
     if decay == "const":
         return 1.0 - alpha
     hit = torch.rand(like.shape, dtype=like.dtype, device=like.device) < p_decay
-    return torch.where(hit, 1.0 - alpha, 1.0).to(like.dtype)
+    decayed = torch.full_like(like, 1.0 - alpha)  # 1 - alpha rounded once, to like's dtype
+    return torch.where(hit, decayed, torch.ones_like(like))
 
 
 # --- how low an update rate may go (Chapter 8) -----------------------------------------------
