@@ -10,6 +10,7 @@ Everything runs on tiny configurations (T = 3 memory, T = 6 adding and recall, b
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -17,16 +18,25 @@ import torch
 from torch import nn
 
 from rnnbook import longrun
-from rnnbook.arena import harness, zoo
-from rnnbook.arena.tasks import AddingTask, MemoryTask, PendulumTask, RecallTask, memoryless_ce
+from rnnbook.arena import baselines, harness, zoo
+from rnnbook.arena.tasks import (
+    AddingTask,
+    MemoryTask,
+    PendulumAnglesTask,
+    PendulumTask,
+    RecallTask,
+    memoryless_ce,
+)
 from rnnbook.longrun import LongRun
 from rnnbook.runs import arena as arena_runs
+from rnnbook.testing import assert_close_ulps
 
 TASKS = {
     "memory": lambda: MemoryTask(T=3),
     "adding": lambda: AddingTask(T=6),
     "recall": lambda: RecallTask(T=6, D=2),
     "pendulum": lambda: PendulumTask(),  # the dataset is built once per process (~2 s)
+    "pendulum-angles": lambda: PendulumAnglesTask(),  # the same, simulated once more
 }
 
 
@@ -203,7 +213,7 @@ def test_the_orthogonal_generator_learns_ten_times_slower():
     assert len(fast) == len(others) and all(any(p is q for q in fast) for p in others)
 
 
-@pytest.mark.parametrize("name", ["urnn-frozen", "lstm", "dnc"])
+@pytest.mark.parametrize("name", ["urnn-frozen", "lstm", "dnc", "lstm-chrono", "mlp"])
 def test_the_other_models_have_one_group(name):
     model = zoo.build(name, MemoryTask(T=3))
     opt = zoo.optimizer(model.parameters(), lr=3e-3)
@@ -223,6 +233,57 @@ def test_unknown_model_is_refused_with_the_list():
         assert repr(name) in str(error.value)
     with pytest.raises(ValueError, match="unknown model"):
         zoo.task_for("nope", MemoryTask(T=3))
+
+
+def test_the_chrono_initialisation_spreads_the_forget_gates_over_the_lag():
+    task = MemoryTask(T=100)
+    for name, H in (("lstm-chrono", 36), ("lstm-chrono-64", 64)):
+        cell = zoo.build(name, task, seed=0).cell
+        assert cell.hidden_size == H
+        bias = (cell.bias_ih + cell.bias_hh).detach()  # the cell's b, rows (i, f, g, o)
+        b_i, b_f = bias[:H], bias[H : 2 * H]
+        # b_f = ln u with u in [1, T + K - 1], and b_i = -b_f (Tallec & Ollivier 2018)
+        assert b_f.min() >= 0.0 and b_f.max() <= math.log(task.lag - 1)
+        assert torch.equal(b_i, -b_f)
+        assert b_f.std() > 0.5  # spread, not one value
+    with pytest.raises(ValueError, match="t_max > 2"):
+        baselines.chrono_initialise(zoo.LSTMCell(1, 4), 2)
+
+
+def test_the_controls_join_the_registry_and_leave_the_zoo_alone():
+    assert set(baselines.CONTROLS) <= set(zoo.MODELS)
+    assert all(zoo.MODELS[name] is entry for name, entry in baselines.CONTROLS.items())
+    # a committed model's code hash covers zoo.py, not the controls' module
+    model = zoo.build("lstm", MemoryTask(T=3))
+    assert not any(type(m).__module__ == baselines.__name__ for m in model.modules())
+
+
+def test_the_mlp_remembers_nothing():
+    task = MemoryTask(T=3)
+    model = zoo.build("mlp", task, seed=0)
+    x, _ = task.batch(2, 0)
+    changed = x.clone()
+    changed[:, :4] = 0.0  # other inputs before step 4
+    with torch.no_grad():
+        assert torch.equal(model(x)[:, 4:], model(changed)[:, 4:])
+        assert_close_ulps(model(x)[:, 2], model(x[:, 2:3])[:, 0])  # a step alone
+    assert harness.trained_parameters(model) == 10 * 64 + 64 + 64 * 64 + 64 + 64 * 10 + 10
+
+
+def test_the_window_mlp_remembers_exactly_one_step():
+    task = MemoryTask(T=3)
+    model = zoo.build("mlp-2", task, seed=0)
+    x, _ = task.batch(2, 0)
+    with torch.no_grad():
+        out = model(x)
+        # step t reads x_t and x_{t-1}: the same network on the two steps side by side
+        pairs = torch.cat([x[:, 1:], x[:, :-1]], dim=-1)
+        assert_close_ulps(out[:, 1:], model.layers(pairs))
+        assert_close_ulps(out[:, 0], model.layers(torch.cat([x[:, 0], x[:, 0]], dim=-1)))
+        changed = x.clone()
+        changed[:, :3] = 0.0  # other inputs before step 3
+        assert torch.equal(model(changed)[:, 4:], out[:, 4:])  # step 4 on: x_3 and later only
+        assert not torch.equal(model(changed)[:, 3], out[:, 3])  # step 3 reads x_2
 
 
 def test_build_is_seeded():
@@ -305,9 +366,10 @@ COMMITTED = Path(__file__).resolve().parents[2] / "checkpoints"
 def test_every_model_and_seed_of_the_study_has_its_curve():
     assert arena_runs.curve_name("memory", "lstm", 1) == "arena-memory100-lstm-seed1"
     assert arena_runs.curve_name("recall", "srn", 0) == "arena-recall100d20-srn"
+    assert set(arena_runs.SINGLE_RUNS["memory"]) >= {"ntm", "dnc"}
     for task_name, models in arena_runs.SEED_STUDY.items():
         budgets = arena_runs.BOOK_TASKS[task_name][1]
-        assert set(models) == set(budgets) - {"ntm", "dnc"}
+        assert set(models) == set(budgets) - set(arena_runs.SINGLE_RUNS.get(task_name, ()))
         for model in models:
             for seed in arena_runs.SEEDS:
                 name = arena_runs.curve_name(task_name, model, seed)
@@ -336,6 +398,27 @@ def test_a_seed_curves_untrained_row_is_its_runs_untrained_model(task_name, mode
             assert abs(first[column] - value) <= 0.01 * max(1.0, abs(value)), (column, first, now)
         else:
             assert abs(first[column] - value) <= 1e-4 * abs(value), (column, first, now)
+
+
+@pytest.mark.parametrize(
+    ("task_name", "model"),
+    [(t, m) for t, runs in arena_runs.CURVE_ONLY.items() for m in runs],
+)
+def test_a_curve_only_run_has_its_curve_and_no_checkpoint(task_name, model):
+    """Stopped by hand: a curve on the evaluation grid, no checkpoint, and its first row is the
+    run's untrained model on the run's held-out sequences (the curve's provenance)."""
+    run = arena_runs.book_run(task_name, model)
+    assert run.name not in arena_runs.BOOK_RUNS and not (COMMITTED / f"{run.name}.json").exists()
+    assert run.steps == arena_runs.CURVE_ONLY[task_name][model]
+    rows = longrun.read_curve(COMMITTED / f"{run.name}.curve.csv")
+    steps = [int(row["step"]) for row in rows]
+    assert steps == list(range(0, steps[-1] + 1, arena_runs.EVAL_EVERY)) and steps[-1] <= run.steps
+    with torch.no_grad():
+        now = run.evaluate(run.build_model())
+    assert abs(rows[0]["ce"] - now["ce"]) <= 1e-4 * now["ce"], (rows[0], now)
+    args = arena_runs.parse_args(["--task", task_name, "--models", model, "--out-dir", "x"])
+    assert args.models == [model]
+    assert model not in arena_runs.parse_args(["--task", task_name, "--out-dir", "x"]).models
 
 
 def test_the_seed_draws_other_initial_weights():

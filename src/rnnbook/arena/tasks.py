@@ -381,3 +381,81 @@ class PendulumTask:
 
     def metrics(self, outputs: torch.Tensor, y: torch.Tensor) -> dict[str, float]:
         return {"mse": float(self.loss(outputs, y))}
+
+
+@dataclass(frozen=True, eq=False)
+class PendulumAnglesData:
+    """The pendulum's windows with the velocities hidden and the thesis's target.
+
+    ``train``, ``val``, ``test`` are ``(x, y)`` float32 tensors: ``x`` (n, window, 7) with
+    channels ``[sin θ1, cos θ1, sin θ2, cos θ2 (normalised), τ_t / max_torque (2), Δt]``
+    and ``y`` (n, window, 4) the normalised angle channels of the NEXT RECORDED step, one
+    step of 0.02 s ahead whether or not that step was dropped from the inputs. The windows,
+    trajectories and normalisation are those of :func:`rnnbook.data.pendulum.make_dataset`.
+    """
+
+    train: tuple[torch.Tensor, torch.Tensor]
+    val: tuple[torch.Tensor, torch.Tensor]
+    test: tuple[torch.Tensor, torch.Tensor]
+    d_in: int = 7
+    d_out: int = 4
+    time_channel: int = 6
+
+    def split(self, name: str) -> tuple[torch.Tensor, torch.Tensor]:
+        check_choice(name, "split", ("train", "val", "test"))
+        return getattr(self, name)
+
+    def persistence_mse(self, name: str = "test") -> float:
+        """MSE of "no change": the current angle channels as the prediction."""
+        x, y = self.split(name)
+        return float(((x[..., : self.d_out] - y) ** 2).mean())
+
+    def mean_mse(self, name: str = "test") -> float:
+        """MSE of predicting the train mean (0 after normalising)."""
+        _, y = self.split(name)
+        return float((y**2).mean())
+
+
+@functools.lru_cache(maxsize=2)
+def _pendulum_angles_data(seed: int) -> PendulumAnglesData:
+    """:func:`_pendulum_data`'s windows, re-targeted: the simulation is run again with
+    ``make_dataset``'s defaults (deterministic given the seed) to read the observation and the
+    action of every recorded step, dropped ones included."""
+    from rnnbook.data.pendulum import observe, simulate
+
+    data = _pendulum_data(seed)
+    states, actions = simulate(600, 650, 0.02, seed, 0.01, max_torque=8.0)  # make_dataset's
+    obs = torch.from_numpy(observe(states)[..., :4]).float()  # (n_traj, steps + 1, 4)
+    torque = torch.from_numpy(actions).float() / data.action_scale  # (n_traj, steps, 2)
+    mean, std = data.obs_mean[:4], data.obs_std[:4]
+    out = {}
+    for name in ("train", "val", "test"):
+        x, _ = data.split(name)
+        traj = data.trajectories[name][:, None]  # (n, 1)
+        step = data.step_index[name]  # (n, window): the recorded step of each input row
+        angles = x[..., :4]  # normalised sin/cos of the kept rows
+        x_new = torch.cat([angles, torque[traj, step], x[..., data.time_channel :]], dim=-1)
+        y_new = (obs[traj, step + 1] - mean) / std  # the next recorded step (the thesis's)
+        out[name] = (x_new, y_new)
+    return PendulumAnglesData(**out)
+
+
+@dataclass(frozen=True)
+class PendulumAnglesTask(PendulumTask):
+    """The pendulum stand-in made to need memory: the model sees the joint angles (as sine
+    and cosine), the torque applied at this step and ``Δt``, but not the velocities, and
+    predicts the angles of the next recorded step (:class:`PendulumAnglesData`). Without the
+    velocities the current input does not determine the next one: a model must estimate the
+    motion from earlier samples, as Walker2d's positions alone would require. The baseline
+    is "no change".
+    """
+
+    name: str = field(default="pendulum-angles", init=False)
+
+    @property
+    def data(self):
+        return _pendulum_angles_data(self.data_seed)
+
+    @property
+    def key(self) -> str:
+        return "pendulum-angles"
