@@ -221,3 +221,89 @@ def test_cwrnn_parameters_catches_a_unit_triangle_and_a_table():
     table = {(1, 64, 1, 8, "uni"): 2497}
     with pytest.raises(CheckFailed):
         checks.clockwork.cwrnn_parameters(lambda *args: table.get(args, 0))
+
+
+# --- the holes of the second review: work the old counter did not see, gradients cut -------
+
+
+def _broadcast_masked(h, x, W, p, t):  # every module by a broadcast product, then masked
+    full = torch.tanh(x + (h[:, None, :] * W[None]).sum(-1))
+    return torch.where(_ticking(h, p, t), full, h)
+
+
+def _addmm_in_place_masked(h, x, W, p, t):  # every module by an in-place product
+    full = x.clone().addmm_(h, W.T).tanh()
+    return torch.where(_ticking(h, p, t), full, h)
+
+
+def _einsum_masked(h, x, W, p, t):
+    return torch.where(_ticking(h, p, t), torch.tanh(x + torch.einsum("bj,ij->bi", h, W)), h)
+
+
+def _idle_detached(h, x, W, p, t):  # the idle units copied out of the graph
+    k, new = h.shape[1] // len(p), h.detach().clone()
+    for m, T in enumerate(p):
+        if t % T == 0:
+            rows = slice(m * k, (m + 1) * k)
+            new[:, rows] = torch.tanh(x[:, rows] + h @ W[rows].T)
+    return new
+
+
+def _result_detached(h, x, W, p, t):
+    return _sliced(h, x, W, p, t).detach()
+
+
+def _one_way_columns(h, x, W, p, t):  # reads only its own and slower modules' columns
+    k, new = h.shape[1] // len(p), h.clone()
+    for m, T in enumerate(p):
+        if t % T == 0:
+            rows, sources = slice(m * k, (m + 1) * k), slice(m * k, None)
+            new[:, rows] = torch.tanh(x[:, rows] + h[:, sources] @ W[rows, sources].T)
+    return new
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (_broadcast_masked, "idle modules were computed"),
+        (_addmm_in_place_masked, "idle modules were computed"),
+        (_einsum_masked, "idle modules were computed"),
+        (_idle_detached, "through the idle units"),
+        (_result_detached, "cut from the graph"),
+        (_one_way_columns, "W is dense"),
+    ],
+)
+def test_sliced_step_catches_hidden_work_and_cut_gradients(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        checks.clockwork.sliced_step(wrong)
+
+
+def _gathered(h, x, W, p, t):  # all ticking rows at once, by a boolean index
+    ticking = _ticking(h, p, t)
+    new = h.clone()
+    new[:, ticking] = torch.tanh(x[:, ticking] + h @ W[ticking].T)
+    return new
+
+
+def _broadcast_ticking_only(h, x, W, p, t):  # a broadcast product over the ticking rows only
+    ticking, new = _ticking(h, p, t), h.clone()
+    new[:, ticking] = torch.tanh(x[:, ticking] + (h[:, None, :] * W[ticking][None]).sum(-1))
+    return new
+
+
+def _cat_of_modules(h, x, W, p, t):  # module by module, joined with torch.cat
+    k = h.shape[1] // len(p)
+    parts = []
+    for m, T in enumerate(p):
+        rows = slice(m * k, (m + 1) * k)
+        if t % T == 0:
+            parts.append(torch.tanh(torch.addmm(x[:, rows], h, W[rows].T)))
+        else:
+            parts.append(h[:, rows])
+    return torch.cat(parts, 1)
+
+
+@pytest.mark.parametrize("right", [_gathered, _broadcast_ticking_only, _cat_of_modules])
+def test_sliced_step_accepts_other_right_formulations(right, capsys):
+    checks.clockwork.sliced_step(right)
+    assert "✓" in capsys.readouterr().out

@@ -97,10 +97,42 @@ def test_an_idle_module_is_not_computed_at_all():
     model = _cwrnn((1, 2, 4, 8))
     with torch.no_grad():
         model.weight_hh[12:16] = float("nan")  # the rows (destinations) of module 3, T = 8
+        model.weight_ih[12:16] = float("nan")  # and its input projection
+        model.bias[12:16] = float("nan")
     x = _x(L=7)
     assert torch.isfinite(model(x, t0=1, mode="sliced")[0]).all()  # steps 1..7: no tick
     assert torch.isnan(model(x, t0=1, mode="masked")[0]).any()
     assert torch.isnan(model(x, t0=0, mode="sliced")[0]).any()  # t = 0: it ticks
+
+
+@pytest.mark.parametrize("cell", ["rnn", "lstm"])
+def test_idle_input_projections_are_not_computed(cell):
+    """Count the forward pass's multiply-adds with the input as wide as the state: real
+    skipping does the ticking modules' share of the input projection too, not all of it."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    periods, H, L, B = (1, 2, 4, 8), 32, 16, 2
+    torch.manual_seed(0)
+    if cell == "rnn":
+        model = CWRNN(H, H, 1, periods).double()
+        gates = {"tick": 1, "idle": 0}
+    else:
+        model = CWLSTM(H, H, 1, periods, skip_target="ch").double()
+        gates = {"tick": 4, "idle": 0}
+    x = _x(B=B, L=L, d_x=H)
+    ticks = int(clock(periods, L).sum()) * (H // 4)  # unit updates in the window
+    input_macs = B * H * ticks * gates["tick"]  # each ticking unit's gates read all d_x = H
+    recurrent_macs = B * H * ticks * gates["tick"]  # at most every column
+    readout_macs = B * L * H
+    counted = {}
+    for mode in ("sliced", "masked"):
+        with FlopCounterMode(display=False) as counter:
+            model(x, mode=mode)
+        counted[mode] = counter.get_total_flops() // 2  # multiply-adds
+    assert counted["sliced"] <= input_macs + recurrent_macs + readout_macs
+    dense_input = B * L * H * H * gates["tick"]
+    assert counted["masked"] >= dense_input + readout_macs  # compute-then-mask: all of it
+    assert counted["sliced"] < 0.6 * counted["masked"]
 
 
 def test_masked_weights_stay_zero_and_get_no_gradient():
@@ -291,6 +323,8 @@ def test_an_idle_lstm_module_computes_only_the_gates_its_target_needs(skip_targe
         for gate, q in GATES.items():
             if gate not in IDLE_GATES[skip_target]:
                 model.weight_hh[q * H + slow] = float("nan")
+                model.weight_ih[q * H + slow] = float("nan")  # and the input projection
+                model.bias[q * H + slow] = float("nan")
     x = _x(L=7)
     assert torch.isfinite(model(x, t0=1, mode="sliced")[0]).all()  # module 3 idle throughout
     assert torch.isnan(model(x, t0=1, mode="masked")[0]).any()

@@ -12,10 +12,10 @@ def _x(B=2, L=12, d_x=3):
     return torch.randn(B, L, d_x, generator=torch.Generator().manual_seed(0), dtype=F64)
 
 
-def _srn_states(input_layer, recurrent, x):
+def _srn_states(input_layer, recurrent, x, act=torch.tanh):
     h, states = torch.zeros(x.shape[0], recurrent.weight.shape[0], dtype=x.dtype), []
     for x_t in input_layer(x).unbind(1):
-        h = torch.tanh(x_t + recurrent(h))
+        h = act(x_t + recurrent(h))
         states.append(h)
     return torch.stack(states, 1)
 
@@ -65,6 +65,20 @@ def test_the_slow_group_of_an_scrn_with_alpha_one_stays_at_its_start():
     assert torch.equal(s, s0)
 
 
+@pytest.mark.parametrize("activation, act", [("sigmoid", torch.sigmoid), ("tanh", torch.tanh)])
+def test_an_scrn_whose_slow_group_is_cut_off_is_an_srn_of_its_activation(activation, act):
+    """Sigmoid by default, as Mikolov et al.'s paper and code; tanh on request."""
+    torch.manual_seed(0)
+    model = SCRN(3, 4, 2, 1, activation=activation).double()
+    assert SCRN(3, 4, 2, 1).activation == "sigmoid"
+    with torch.no_grad():
+        model.slow_to_fast.weight.zero_()
+    x = _x()
+    torch.testing.assert_close(
+        model(x)[1], _srn_states(model.input, model.recurrent, x, act), rtol=0, atol=1e-15
+    )
+
+
 def test_adaptive_leaks_start_at_alpha_and_learn():
     model = SCRN(3, 4, 2, 1, alpha=0.95, adaptive=True).double()
     torch.testing.assert_close(model.alpha, torch.full((2,), 0.95, dtype=F64))
@@ -79,6 +93,7 @@ def test_adaptive_leaks_start_at_alpha_and_learn():
         (lambda: RPN(3, 4, 1, hysteresis=-0.1), "hysteresis"),
         (lambda: RPN(3, 4, 1, n_context=0), "n_context"),
         (lambda: SCRN(3, 4, 2, 1, alpha=1.0, adaptive=True), "adaptive"),
+        (lambda: SCRN(3, 4, 2, 1, activation="relu"), "activation"),
         (lambda: LeakySRN(3, 4, 1)(torch.zeros(2, 5, 2)), "input size"),
     ],
 )

@@ -14,8 +14,16 @@ import random
 
 import numpy as np
 import torch
+import torch.utils._python_dispatch
 
-from rnnbook.checks.grading import call, expect_tensor, fail, own_random_state, passed
+from rnnbook.checks.grading import (
+    call,
+    expect_tensor,
+    fail,
+    gradient,
+    own_random_state,
+    passed,
+)
 from rnnbook.skip import asymptotic_update_rate, connectivity_mask, window_update_rate
 
 
@@ -25,6 +33,7 @@ def _number(value, what: str) -> float:
     return float(value)
 
 
+@own_random_state
 def window_rate(fn) -> str:
     """Exercise: ``fn(periods, L, t0) -> u``, the update rate of one window of L steps."""
     cases = [((1, 2, 4, 8), 5, 0), ((1, 2, 4, 8), 5, 3), ((1, 2, 3, 4, 5), 35, 0),
@@ -69,6 +78,7 @@ def window_rate(fn) -> str:
     return passed("window_rate", [f"{len(cases)} windows, with and without a clock offset"])
 
 
+@own_random_state
 def cwrnn_parameters(fn) -> str:
     """Exercise: ``fn(d_x, H, d_y, M, connectivity) -> count`` of a Clockwork RNN."""
     # the first case tells the mistakes apart (d_y != 1, H != d_y, modules of 4 units)
@@ -112,27 +122,82 @@ def cwrnn_parameters(fn) -> str:
     )
 
 
-def _recurrent_flops(fn, *args) -> tuple[object, int]:
-    """Call ``fn`` and count the floating-point operations of its matrix products."""
-    from torch.utils.flop_counter import FlopCounterMode
+# the products a multiply-add counter must see, in every variant (in place, out=): the two
+# factors' positions in the arguments and the flops of one call from their shapes
+_PRODUCTS = {
+    "mm": (0, 1), "addmm": (1, 2), "_addmm_activation": (1, 2), "bmm": (0, 1),
+    "baddbmm": (1, 2), "addbmm": (1, 2), "mv": (0, 1), "addmv": (1, 2), "dot": (0, 1),
+    "vdot": (0, 1), "addr": (1, 2),
+}  # fmt: skip
+_REDUCTIONS = {"sum", "mean", "prod", "nansum", "amax", "amin", "logsumexp", "linalg_vector_norm"}
 
-    with FlopCounterMode(display=False) as counter:
+
+def _product_flops(name: str, args) -> int:
+    a, b = (args[i] for i in _PRODUCTS[name])
+    if name in ("dot", "vdot"):
+        return 2 * a.numel()
+    if name == "addr":
+        return 2 * a.numel() * b.numel()
+    return 2 * a.numel() * (b.shape[-1] if b.dim() > 1 else 1)  # (.., n, k) @ (.., k, m)
+
+
+class _ArithmeticCounter(torch.utils._python_dispatch.TorchDispatchMode):
+    """Counts a step's arithmetic in flops (2 per multiply-add), whatever way it is written:
+    matrix products in every variant (in place ``addmm_`` and ``out=`` included), and
+    element-wise products and sums over more numbers than the state holds (a broadcast
+    ``(h[:, None, :] * W).sum(-1)`` is a matrix product too: its product and its sum each
+    count their size). Element-wise work on state-sized tensors (adding the input, tanh,
+    copying idle units) is free: it cannot compute a module's recurrent sum."""
+
+    def __init__(self, state_size: int):
+        super().__init__()
+        self.state_size, self.flops = state_size, 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func._schema.name.split("::")[-1].rstrip("_")
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        if name in _PRODUCTS:
+            self.flops += _product_flops(name, args)
+        elif not func.is_view and tensors:
+            largest = max(t.numel() for t in tensors)
+            counted = torch.Tag.pointwise in func.tags and len(tensors) >= 2
+            if (counted or name in _REDUCTIONS) and largest > self.state_size:
+                self.flops += largest
+        return func(*args, **kwargs)
+
+
+def _counted_call(fn, *args) -> tuple[object, int]:
+    """Call ``fn`` and count the flops of its arithmetic (:class:`_ArithmeticCounter`)."""
+    with _ArithmeticCounter(state_size=args[0].numel()) as counter:
         out = call(fn, *args, name="sliced_step")
-    return out, counter.get_total_flops()
+    return out, counter.flops
+
+
+def _reference(h, x_proj, W, ticking):
+    """(cw-rnn) computed whole, then the idle units kept: the numbers, not the way."""
+    return torch.where(ticking, torch.tanh(x_proj + h @ W.T), h)
 
 
 @own_random_state
 def sliced_step(fn) -> str:
-    """Exercise: ``fn(h, x_proj, W, periods, t) -> h_new``, computing only ticking modules."""
-    tests = []
+    """Exercise: ``fn(h, x_proj, W, periods, t) -> h_new``, computing only ticking modules.
+
+    dtype policy (the book's for every checker): the inputs are float64, and the answer
+    must come back in the dtype it was given. ``W`` is the recurrent matrix with its mask
+    applied: block-upper-triangular (one-way, "uni") in the first case, dense ("bi") in the
+    second; an answer must be right for both, keep idle units bit for bit, pass the gradient
+    through them, and multiply no idle module's row of ``W``."""
+    tests, pending = [], []
     g = torch.Generator().manual_seed(5)
     B, k = 3, 3
     cases = [((1, 2, 4, 8), "uni", (0, 1, 2, 4, 6, 8, 12)), ((1, 2, 3, 5), "bi", (3, 5, 6, 10, 15))]
     for periods, connectivity, times in cases:
         M = len(periods)
         H = M * k
-        W = torch.randn(H, H, generator=g, dtype=torch.float64) / math.sqrt(H)
-        W = W * connectivity_mask(H, M, connectivity).double()
+        mask = connectivity_mask(H, M, connectivity).double()
+        W = torch.randn(H, H, generator=g, dtype=torch.float64) / math.sqrt(H) * mask
+        one_way = W * connectivity_mask(H, M, "uni").double()  # the columns a uni module reads
         module = torch.arange(H) // k
         for t in times:
             h = torch.randn(B, H, generator=g, dtype=torch.float64)
@@ -140,11 +205,12 @@ def sliced_step(fn) -> str:
             ticking = torch.tensor([t % T == 0 for T in periods])[module]
             full = torch.tanh(x_proj + h @ W.T)
             want = torch.where(ticking, full, h)
-            h_given = h.clone()
-            got, flops = _recurrent_flops(fn, h_given, x_proj.clone(), W.clone(), periods, t)
+            leaves = [v.clone().requires_grad_() for v in (h, x_proj, W)]
+            given = [v * 1 for v in leaves]  # not leaves: an in-place change is reported below
+            got, flops = _counted_call(fn, *given, periods, t)
             where = f"at t = {t} with periods {periods}"
             got = expect_tensor(got, (B, H), f"sliced_step(..., t={t})")
-            if not torch.equal(h_given, h):
+            if not torch.equal(given[0], h):
                 fail(
                     f"{where} the state h passed in was changed in place.",
                     "build the new state in a new tensor (e.g. h.clone()); the old one is still "
@@ -152,29 +218,42 @@ def sliced_step(fn) -> str:
                 )
             if got.dtype != h.dtype:
                 fail(f"{where} the result is {got.dtype}, the state {h.dtype}.", "keep h's dtype.")
-            if torch.allclose(got, want, rtol=1e-12, atol=1e-12):
-                if not torch.equal(got[:, ~ticking], h[:, ~ticking]):
+            value = got.detach()
+            if torch.allclose(value, want, rtol=1e-12, atol=1e-12):
+                if not torch.equal(value[:, ~ticking], h[:, ~ticking]):
                     fail(f"{where} an idle module's state changed.", "copy the old units exactly.")
                 allowed = 2 * B * H * int(ticking.sum())  # the ticking rows against every column
                 if flops > 1.01 * allowed:
                     fail(
-                        f"{where} the step did {flops} multiply-adds' worth of work; the ticking "
-                        f"modules need at most {allowed}: the idle modules were computed too.",
+                        f"{where} the step did {flops // 2} multiply-adds' worth of work; the "
+                        f"ticking modules need at most {allowed // 2}: the idle modules were "
+                        "computed too.",
                         "multiply only the ticking modules' rows of W; computing everything and "
-                        "keeping the idle units afterwards is masking, not skipping.",
+                        "keeping the idle units afterwards (by a mask, torch.where, indexing, or "
+                        "a broadcast product summed by hand) is masking, not skipping.",
                     )
+                pending.append((got, leaves, (h, x_proj, W), ticking, mask, where))
                 continue
-            if torch.allclose(got, full, atol=1e-12):
+            if torch.allclose(value, full, atol=1e-12):
                 fail(f"{where} every module was updated.", "a module ticks only when t % T == 0.")
             if (
-                torch.allclose(got[:, ticking], want[:, ticking], atol=1e-12)
-                and (got[:, ~ticking] == 0).all()
+                torch.allclose(value[:, ticking], want[:, ticking], atol=1e-12)
+                and (value[:, ~ticking] == 0).all()
             ):
                 fail(f"{where} the idle modules were set to zero.", "an idle module keeps its h.")
+            if connectivity == "bi" and torch.allclose(
+                value, _reference(h, x_proj, one_way, ticking), atol=1e-12
+            ):
+                fail(
+                    f"{where} each module read only its own and the slower modules' columns of "
+                    "W; here W is dense (bidirectional connectivity), and a module reads every "
+                    "module it is connected to, faster ones too.",
+                    "let W say what is connected: the one-way mask is already in W's zeros.",
+                )
             n_ticking = int(ticking.sum()) // k
             prefix = module < n_ticking
             if not torch.equal(prefix, ticking) and torch.allclose(
-                got, torch.where(prefix, full, h), atol=1e-12
+                value, torch.where(prefix, full, h), atol=1e-12
             ):
                 fail(
                     f"{where} the first {n_ticking} modules were updated, not the ones that tick.",
@@ -188,18 +267,65 @@ def sliced_step(fn) -> str:
                 if torch.equal(later, earlier):
                     name = "t - 1 or t + 1"  # at t = 0 they cannot be told apart
                 if not torch.equal(other, ticking) and torch.allclose(
-                    got, torch.where(other, full, h), atol=1e-12
+                    value, torch.where(other, full, h), atol=1e-12
                 ):
                     fail(
                         f"{where} the modules of step {name} ticked.", "step t ticks if t % T == 0."
                     )
-            if torch.allclose(got, torch.where(ticking, torch.tanh(x_proj + h @ W), h), atol=1e-12):
+            if torch.allclose(
+                value, torch.where(ticking, torch.tanh(x_proj + h @ W), h), atol=1e-12
+            ):
                 fail(f"{where} W was used transposed.", "torch's layout: h_new = h @ W.T.")
             fail(
                 f"{where} the new state is not right.",
-                "compute (cw-rnn) for the ticking modules' rows, each against the whole old "
-                "state h (not one already partly updated), and check the ticks against periods.",
+                "compute (cw-rnn) for the ticking modules' rows, each against the old state h "
+                "as it was before the step (not one already partly updated), and check the "
+                "ticks against the periods.",
             )
-    tests.append("twelve clock times, a masked and a dense W, periods that are not powers of 2")
+    for case in pending:  # the values and the work are right everywhere: now the gradients
+        _check_gradient(*case)
+    tests.append("twelve clock times, a one-way and a dense W, periods that are not powers of 2")
     tests.append("no idle module computed (counted multiply-adds), the given h left unchanged")
+    tests.append("the gradient reaches h, the input and W, through the idle units too")
     return passed("sliced_step", tests)
+
+
+def _check_gradient(got, leaves, originals, ticking, mask, where) -> None:
+    """The step must be differentiable like (cw-rnn): the same gradient to h, x_proj and W
+    (W where the mask keeps weights) as the reference, for a random weighting of the units."""
+    if not got.requires_grad:
+        fail(
+            f"{where} the result carries no gradient: it was cut from the graph.",
+            "compute it from h, x_proj and W with torch operations, without .detach(), "
+            ".data, .numpy() or torch.no_grad().",
+        )
+    weights = torch.randn(got.shape, generator=torch.Generator().manual_seed(7), dtype=got.dtype)
+    grads = gradient(
+        (got * weights).sum(),
+        leaves,
+        f"{where}, backward",
+        "keep every operation of the step differentiable.",
+        inplace_hint="a value autograd saved was overwritten (e.g. writing into the result of "
+        "tanh); write the new state into a fresh tensor, such as a clone of h.",
+    )
+    reference = [v.clone().requires_grad_() for v in originals]
+    expected = torch.autograd.grad((_reference(*reference, ticking) * weights).sum(), reference)
+    names = ("h", "x_proj", "W")
+    for name, grad, want, keep in zip(names, grads, expected, (None, None, mask.bool())):
+        grad = torch.zeros_like(want) if grad is None else grad
+        if keep is not None:
+            grad, want = grad[keep], want[keep]
+        if torch.allclose(grad, want, rtol=1e-10, atol=1e-12):
+            continue
+        if name == "h" and not torch.allclose(grad[:, ~ticking], want[:, ~ticking], atol=1e-12):
+            fail(
+                f"{where} the gradient does not pass through the idle units to h: the copy of an "
+                "idle module was cut from the graph.",
+                "an idle unit is h itself, and its gradient must reach h unchanged; copy it "
+                "without .detach(), .data or torch.no_grad().",
+            )
+        fail(
+            f"{where} the gradient to {name} is not the gradient of (cw-rnn).",
+            "keep every operation of the step differentiable (no .detach(), .data or "
+            "torch.no_grad()).",
+        )

@@ -16,12 +16,16 @@ they get no gradient, and :meth:`CWRNN.n_parameters` does not count them (cw-par
 ``k² M (M + 1) / 2 = H² (M + 1) / (2M)`` recurrent weights are kept.
 
 **Real skipping** (``mode="sliced"``, the default). The clock is known before the step, so
-a module that does not tick is not computed at all. At each step the ticking modules form
-runs of neighbouring modules (:func:`module_runs`), and each run R is one slice of the rows
-of the recurrent matrix and of the input projection ``x̂_t = W_x x_t + b``, computed once
-for the whole sequence:
+a module that does not tick is not computed at all, neither its recurrent product nor its
+input projection. At each step the ticking modules form runs of neighbouring modules
+(:func:`module_runs`), and each run R is one slice of the rows of the recurrent matrix and
+of the input projection ``x̂_t = W_x x_t + b``:
 
     h_t[R] = f(x̂_t[R] + h_{t−1}[S_R] W[R, S_R]ᵀ),   h_t[rest] = h_{t−1}[rest]     (cw-sliced)
+
+The input projection of module m is one product for the whole window, over the steps at
+which m ticks only, ``x̂_{t_1..t_n}[m] = x_{t_1..t_n} W_x[m]ᵀ + b[m]`` (modules with the same
+ticks share it); the idle steps' entries are never computed and never read.
 
 where S_R are the units the run's first module reads (all for "bi", its own and the slower
 modules' for "uni"). When every period divides the next (1, 2, 4, ...) the ticking modules
@@ -292,6 +296,20 @@ def _rnn_plan(periods: tuple[int, ...], k: int, connectivity: str, L: int, t0: i
     return steps, blocks, k
 
 
+@functools.lru_cache(maxsize=64)
+def _projection_groups(periods: tuple[int, ...], k: int, L: int, t0: int):
+    """Runs of neighbouring modules that tick at the same steps of the window: for each,
+    its rows and those steps (the input projection of real skipping, one product each)."""
+    ticks = clock(periods, L, t0)  # (L, M)
+    groups, first = [], 0
+    for m in range(1, len(periods) + 1):
+        if m == len(periods) or not torch.equal(ticks[:, m], ticks[:, first]):
+            at = tuple(ticks[:, first].nonzero().flatten().tolist())
+            groups.append((slice(first * k, m * k), at))
+            first = m
+    return tuple(groups)
+
+
 class CWRNN(_Clockwork):
     """A Clockwork RNN (cw-rnn) with a linear read-out of every unit.
 
@@ -360,13 +378,33 @@ class CWRNN(_Clockwork):
             h0 = x.new_zeros(B, H)
         _check_state(h0, "h0", B, H)
         W = self.weight_hh * self.mask  # (H, H), W[destination, source]
-        x_proj = nn.functional.linear(x.transpose(0, 1), self.weight_ih, self.bias)  # (L, B, H)
+        x = x.transpose(0, 1)  # (L, B, d_x)
         if mode == "masked":
+            x_proj = nn.functional.linear(x, self.weight_ih, self.bias)  # (L, B, H), all units
             states = self._masked(x_proj, h0, W, t0)
         else:
+            x_proj = self._ticking_projection(x, t0)  # (L, B, H), only where modules tick
             plan = self._plan(L, t0)
             states = _ClockedRecurrence.apply(x_proj, h0, W, plan, self.activation == "tanh")
         return _read_out(self.readout, states), states.transpose(0, 1), states[-1]
+
+    def _ticking_projection(self, x: torch.Tensor, t0: int) -> torch.Tensor:
+        """(cw-sliced)'s input part ``W_x x_t + b``, computed for each module only at the
+        steps where it ticks: one product per group of modules with the same ticks. Returns
+        (L, B, H); the entries of idle steps are zero and never read."""
+        L, B, _ = x.shape
+        x_proj = x.new_zeros(L, B, self.hidden_size)
+        groups = _projection_groups(self.periods, self.module_size, L, t0 % lcm(self.periods))
+        for rows, ticks_at in groups:
+            weight, bias = self.weight_ih[rows], self.bias[rows]
+            if not ticks_at:  # these modules never tick in this window
+                continue
+            if len(ticks_at) == L:  # ticks at every step
+                x_proj[:, :, rows] = nn.functional.linear(x, weight, bias)  # (L, B, n)
+            else:
+                at = torch.tensor(ticks_at, device=x.device)
+                x_proj[at, :, rows] = nn.functional.linear(x.index_select(0, at), weight, bias)
+        return x_proj
 
     def _masked(self, x_proj, h, W, t0):
         """Compute every module, then keep the idle ones (skip-update): (L, B, H)."""
@@ -412,7 +450,9 @@ class CWLSTM(_Clockwork):
 
     Real skipping (``mode="sliced"``, the default) computes, for an idle module, only the
     gates its target still needs: none for ``"ch"``, o for ``"c"``, f and o for ``"i"``,
-    i, f and ĉ for ``"h"``; a ticking module computes all four. ``mode="masked"`` computes
+    i, f and ĉ for ``"h"``; a ticking module computes all four. Both parts of a gate, the
+    recurrent product and the input projection, are computed for those rows only (the
+    input projection once per pattern of ticks, over all its steps). ``mode="masked"`` computes
     everything and then applies the equations above as written.
 
     Gate order and layout are torch's (i, f, g, o): ``weight_ih`` (4H, d_x), ``weight_hh``
@@ -476,25 +516,25 @@ class CWLSTM(_Clockwork):
             _check_state(h, "h0", B, H)
             _check_state(c, "c0", B, H)
         W = self.weight_hh * self.mask4  # (4H, H)
-        x_proj = nn.functional.linear(x.transpose(0, 1), self.weight_ih, self.bias)  # (L, B, 4H)
-        step = self._masked_step if mode == "masked" else self._sliced_step
-        context = (
-            self._masked_context(L, t0) if mode == "masked" else self._sliced_context(W, L, t0)
-        )
+        x = x.transpose(0, 1)  # (L, B, d_x)
         states = []
-        for t, x_t in enumerate(x_proj.unbind(0)):
-            h, c = step(x_t, h, c, W, context, t)
-            states.append(h)
+        if mode == "masked":
+            x_proj = nn.functional.linear(x, self.weight_ih, self.bias)  # (L, B, 4H), all gates
+            unit_clock = self.unit_clock(L, t0)  # (L, H)
+            for t, x_t in enumerate(x_proj.unbind(0)):
+                h, c = self._masked_step(x_t, h, c, W, unit_clock[t])
+                states.append(h)
+        else:
+            for block, parts in self._sliced_context(x, W, t0):
+                h, c = self._sliced_step(block, parts, h, c)
+                states.append(h)
         h_all = torch.stack(states)  # (L, B, H)
         return _read_out(self.readout, h_all), h_all.transpose(0, 1), (h, c)
 
     # compute-then-mask: the equations as written
 
-    def _masked_context(self, L, t0):
-        return self.unit_clock(L, t0)  # (L, H)
-
-    def _masked_step(self, x_t, h, c, W, unit_clock, t):
-        k = unit_clock[t].to(x_t)  # (H,)
+    def _masked_step(self, x_t, h, c, W, unit_clock):
+        k = unit_clock.to(x_t)  # (H,)
         i, f, g, o = (x_t + h @ W.T).chunk(4, dim=-1)  # (cw-lstm)
         i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
         if self.skip_target == "i":
@@ -510,42 +550,70 @@ class CWLSTM(_Clockwork):
 
     # real skipping: per run of modules, only the gates it needs
 
-    def _sliced_context(self, W, L, t0):
-        """For each step, the rows of ``W`` (and of the input projection) that the step
-        needs, gathered once per forward pass for every distinct pattern of runs (one node
-        for autograd each, so the gradients of all steps add up in these small blocks), and
-        how the step's product splits into the runs' gates."""
-        k, H = self.module_size, self.hidden_size
+    def _sliced_context(self, x, W, t0):
+        """For each step of the window, the product it needs and how it splits into gates.
+
+        Steps with the same pattern of runs need the same rows of ``W`` and of ``W_x`` (the
+        gates of the ticking runs, and those of the idle runs that their target still
+        needs): they are gathered once per pattern (one node for autograd each, so the
+        gradients of all steps add up in these small blocks), and the input projection of
+        those rows is one product over all the pattern's steps, ``x_t W_x[rows]ᵀ + b[rows]``.
+        Returns, per step, ``(block, parts)`` with ``block = (x̂_t[rows], sources, W_block,
+        pieces)`` (None when nothing is computed) and ``parts`` the runs' layout."""
+        L, H = x.shape[0], self.hidden_size
         patterns: dict = {}
-        steps = []
-        for runs in module_runs(self.periods, L, t0):
+        order = []  # (pattern, position among the pattern's steps) per step
+        for t, runs in enumerate(module_runs(self.periods, L, t0)):
             if runs not in patterns:
-                rows, parts, pieces, first_source = [], [], [], H
-                for first, end, ticks in runs:
-                    gates = TICKING_GATES if ticks else IDLE_GATES[self.skip_target]
-                    n = (end - first) * k
-                    for q in gates:
-                        rows.append(torch.arange(GATES[q] * H + first * k, GATES[q] * H + end * k))
-                    n_sigmoid = sum(q != "g" for q in gates)
-                    pieces += [n_sigmoid * n] if n_sigmoid else []
-                    pieces += [n] if "g" in gates else []
-                    if gates:
-                        first_source = min(first_source, self._first_source(first))
-                    parts.append((ticks, n, n_sigmoid, "g" in gates))
-                block = None
-                if rows:
-                    rows = torch.cat(rows).to(W.device)
-                    sources = slice(first_source, H)
-                    block = (rows, sources, W[:, sources].index_select(0, rows), tuple(pieces))
-                patterns[runs] = (block, tuple(parts))
-            steps.append(patterns[runs])
+                patterns[runs] = self._pattern(runs, H) + ([],)
+            at = patterns[runs][2]
+            order.append((runs, len(at)))
+            at.append(t)
+        blocks = {}
+        for runs, (rows, parts, at) in patterns.items():
+            block = None
+            if rows is not None:
+                rows, sources, pieces = rows
+                rows = rows.to(W.device)
+                steps = torch.tensor(at, device=x.device)
+                x_rows = nn.functional.linear(  # (n_steps, B, n_rows): only the needed rows
+                    x.index_select(0, steps), self.weight_ih[rows], self.bias[rows]
+                )
+                block = (x_rows, sources, W[:, sources].index_select(0, rows), pieces)
+            blocks[runs] = (block, parts)
+        steps = []
+        for runs, i in order:
+            block, parts = blocks[runs]
+            if block is not None:  # this step's row of the pattern's input projection
+                x_rows, *rest = block
+                block = (x_rows[i], *rest)
+            steps.append((block, parts))
         return steps
 
-    def _sliced_step(self, x_t, h, c, W, steps, t):
-        block, parts = steps[t]
+    def _pattern(self, runs, H):
+        """The gate rows one pattern of runs needs, the columns they read, the split of the
+        product into sigmoid and tanh pieces, and each run's layout."""
+        k = self.module_size
+        rows, parts, pieces, first_source = [], [], [], H
+        for first, end, ticks in runs:
+            gates = TICKING_GATES if ticks else IDLE_GATES[self.skip_target]
+            n = (end - first) * k
+            for q in gates:
+                rows.append(torch.arange(GATES[q] * H + first * k, GATES[q] * H + end * k))
+            n_sigmoid = sum(q != "g" for q in gates)
+            pieces += [n_sigmoid * n] if n_sigmoid else []
+            pieces += [n] if "g" in gates else []
+            if gates:
+                first_source = min(first_source, self._first_source(first))
+            parts.append((ticks, n, n_sigmoid, "g" in gates))
+        if not rows:
+            return None, tuple(parts)
+        return (torch.cat(rows), slice(first_source, H), tuple(pieces)), tuple(parts)
+
+    def _sliced_step(self, block, parts, h, c):
         if block is not None:  # one product for the gates of every run at this step
-            rows, sources, W_block, pieces = block
-            z = torch.addmm(x_t.index_select(1, rows), h[:, sources], W_block.T)
+            x_rows, sources, W_block, pieces = block
+            z = torch.addmm(x_rows, h[:, sources], W_block.T)
             z = iter(z.split(pieces, dim=1))
         if len(parts) == 1:
             h_runs, c_runs = (h,), (c,)

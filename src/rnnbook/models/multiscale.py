@@ -11,7 +11,8 @@ layout (``W[out, in]``), one bias per layer, drawn as the Clockwork models' (N(0
   register ``c^(1)_t = (1 − φ) h_t + φ c^(1)_{t−1}``, ``c^(k)_t = c^(k−1)_{t−1}`` (rpn): the
   last m smoothed states, each through its own matrix.
 * :class:`SCRN`: a slow linear group ``s_t = (1 − α) W_xs x_t + α s_{t−1}`` beside a fast
-  SRN group ``h_t = tanh(W_sh s_t + W_xh x_t + W_hh h_{t−1} + b)``, both read out (scrn).
+  SRN group ``h_t = σ(W_sh s_t + W_xh x_t + W_hh h_{t−1} + b)``, both read out (scrn); σ is
+  the sigmoid of Mikolov et al.'s paper and code by default, tanh on request.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import math
 import torch
 from torch import nn
 
-from rnnbook._validate import check_positive_int, check_size, check_tensor
+from rnnbook._validate import check_choice, check_positive_int, check_size, check_tensor
 
 
 def _linear(d_in: int, d_out: int, bias: bool = False) -> nn.Linear:
@@ -104,13 +105,24 @@ class SCRN(_Counted):
     """(scrn): ``n_fast`` SRN units beside ``n_slow`` linear leaky units.
 
     ``adaptive=False`` keeps one fixed ``alpha``; ``adaptive=True`` learns one leak per slow
-    unit, ``α_j = sigmoid(a_j)`` with ``a_j`` starting at logit(alpha).
+    unit, ``α_j = sigmoid(a_j)`` with ``a_j`` starting at logit(alpha). ``activation`` is the
+    fast group's non-linearity: ``"sigmoid"`` as in Mikolov et al. (2015), the default, or
+    ``"tanh"`` (the spec allows either; the source does not say).
     """
 
     def __init__(
-        self, d_x: int, n_fast: int, n_slow: int, d_y: int, alpha=0.95, adaptive: bool = False
+        self,
+        d_x: int,
+        n_fast: int,
+        n_slow: int,
+        d_y: int,
+        alpha=0.95,
+        adaptive: bool = False,
+        activation: str = "sigmoid",
     ):
         super().__init__()
+        check_choice(activation, "activation", ("sigmoid", "tanh"))
+        self.activation = activation
         for value, name in ((d_x, "d_x"), (n_fast, "n_fast"), (n_slow, "n_slow"), (d_y, "d_y")):
             check_positive_int(value, name)
         alpha = _check_fraction(alpha, "alpha")
@@ -141,10 +153,11 @@ class SCRN(_Counted):
             state = (x.new_zeros(B, self.hidden_size), x.new_zeros(B, self.n_slow))
         h, s = state
         alpha = self.alpha.to(x.dtype)
+        act = torch.sigmoid if self.activation == "sigmoid" else torch.tanh
         fast, slow = [], []
         for x_t, xs_t in zip(self.input(x).unbind(dim=1), self.to_slow(x).unbind(dim=1)):
             s = (1 - alpha) * xs_t + alpha * s
-            h = torch.tanh(self.slow_to_fast(s) + x_t + self.recurrent(h))
+            h = act(self.slow_to_fast(s) + x_t + self.recurrent(h))  # (scrn)
             fast.append(h)
             slow.append(s)
         h_all, s_all = torch.stack(fast, dim=1), torch.stack(slow, dim=1)
