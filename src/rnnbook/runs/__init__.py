@@ -10,6 +10,13 @@
 * ``wordlm``: Chapters 6 and 7's word-level PTB-slice language models, SBA and zoneout
   (:mod:`rnnbook.runs.wordlm`).
 * ``arena``: Chapter 10's models side by side on long-term memory tasks (:mod:`rnnbook.runs.arena`).
+* ``penalty``: Chapter 7's update penalties trained on Chapter 6's SBA language models, over
+  their lambda grids (:mod:`rnnbook.runs.penalty_sweep`).
+* ``zgrid``: Chapter 7's gate-level zoneout at every update probability of the source's grid
+  (:mod:`rnnbook.runs.zoneout_grid`).
+
+``python -m rnnbook.runs.ch7_queue`` trains the last two one at a time
+(:mod:`rnnbook.runs.ch7_queue`).
 """
 
 TASKS = {
@@ -19,6 +26,8 @@ TASKS = {
     "syncloze": "rnnbook.runs.syncloze_readers",
     "wordlm": "rnnbook.runs.wordlm",
     "arena": "rnnbook.runs.arena",
+    "penalty": "rnnbook.runs.penalty_sweep",
+    "zgrid": "rnnbook.runs.zoneout_grid",
 }
 
 

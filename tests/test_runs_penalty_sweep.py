@@ -1,0 +1,235 @@
+"""rnnbook.runs.penalty_sweep: Chapter 7's update penalties trained on Chapter 6's SBA models."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from rnnbook import longrun
+from rnnbook.runs import penalty_sweep as ps
+from rnnbook.runs import wordlm
+from rnnbook.train import token_cross_entropy
+
+
+@pytest.fixture
+def tiny_slice(monkeypatch):
+    """Random words of the slice's size and vocabulary in place of PTB (no dataset needed)."""
+    generator = torch.Generator().manual_seed(0)
+    train = torch.randint(wordlm.VOCAB, (wordlm.N_TRAIN,), generator=generator)
+    valid = torch.randint(wordlm.VOCAB, (1_120,), generator=generator)  # 32 streams of 35
+    monkeypatch.setattr(wordlm, "slice_data", lambda: SimpleNamespace(train=train, valid=valid))
+    ps.slice_windows.cache_clear()
+    ps.valid_streams.cache_clear()
+    yield train, valid
+    ps.slice_windows.cache_clear()
+    ps.valid_streams.cache_clear()
+
+
+def short(run: longrun.LongRun, steps: int = 4, per_pass: int = 2) -> longrun.LongRun:
+    """``run`` with passes of ``per_pass`` windows: a row, and a fresh tally, every pass."""
+    penalty = run.config["penalty"]
+    loss = ps.PenalisedLoss(penalty["name"], penalty["lambda"], penalty["u_target"], per_pass)
+    return dataclasses.replace(run, steps=steps, eval_every=per_pass, loss_fn=loss)
+
+
+def test_run_names_say_model_penalty_target_lambda_and_seed():
+    assert ps.run_name("sba-ic", "cb", 1e-4) == "ptb-slice-sba-ic-cb-lam0.0001"
+    assert ps.run_name("sba-c2", "msure", 10.0, 0.5) == "ptb-slice-sba-c2-msure-ut0.5-lam10"
+    assert ps.run_name("sba-ic", "ns", 0.05, seed=2) == "ptb-slice-sba-ic-ns-lam0.05-seed2"
+    runs = ps.grid()
+    names = [ps.run_name(**kw) for kw in runs]
+    assert len(names) == len(set(names)) == 2 * (4 + 6 + 2 * 4)  # CB, NS, MSURE at 2 targets
+
+
+@pytest.mark.parametrize("kwargs", ps.grid(("sba-ic", "sba-c2", "sba-fc")))
+def test_every_run_has_chapter_6s_recipe_and_a_json_config(kwargs):
+    run = ps.penalty_run(**kwargs)
+    assert run.name == ps.run_name(**kwargs)
+    assert run.steps == 25 * 90 and run.eval_every == 90
+    config = json.loads(json.dumps(run.checkpoint_config(run.steps)))
+    reference = wordlm.wordlm_run(model="sba-ic").config
+    for key in ("task", "hidden", "data", "eval", "passes", "optimizer", "lr", "grad_clip_norm"):
+        assert config[key] == reference[key], key
+    assert config["cell"] == kwargs["model"]
+    assert config["penalty"]["name"] == kwargs["penalty"]
+    assert config["penalty"]["lambda"] == kwargs["lam"]
+    assert config["penalty"]["u_target"] == kwargs["u_target"]
+
+
+@pytest.mark.parametrize("model", ["sba-ic", "sba-c2"])
+def test_the_initial_weights_are_those_of_chapter_6s_run(model):
+    ours = ps.penalty_run(model=model, penalty="cb", lam=1e-3).build_model().state_dict()
+    theirs = wordlm.BOOK_RUNS[f"ptb-slice-{model}"]().build_model().state_dict()
+    assert set(ours) == set(theirs) | {"penalty_tally"}
+    for key, value in theirs.items():
+        assert torch.equal(ours[key], value), key  # the same draws repeated
+    assert torch.equal(ours["penalty_tally"], torch.zeros(len(ps.TALLY), dtype=torch.float64))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(model="sba-h", penalty="cb", lam=0.1), "model must be one of"),
+        (dict(model="sba-ic", penalty="l1", lam=0.1), "penalty must be one of"),
+        (dict(model="sba-ic", penalty="cb", lam=-1.0), "lam must be a finite number >= 0"),
+        (dict(model="sba-ic", penalty="cb", lam=float("nan")), "lam must be a finite number"),
+        (dict(model="sba-ic", penalty="cb", lam=True), "lam must be a finite number"),
+        (dict(model="sba-ic", penalty="msure", lam=1.0), "msure needs u_target"),
+        (dict(model="sba-ic", penalty="msure", lam=1.0, u_target=1.5), "msure needs u_target"),
+        (dict(model="sba-ic", penalty="ns", lam=1.0, u_target=0.5), "belongs to msure only"),
+    ],
+)
+def test_bad_settings_are_refused_with_what_came(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ps.penalty_run(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--penalty", "cb", "--lam", "-1"],
+        ["--penalty", "msure", "--lam", "1"],
+        ["--penalty", "cb", "--lam", "1", "--u-target", "0.5"],
+        ["--penalty", "cb", "--lam", "1", "--passes", "0"],
+        ["--penalty", "cb", "--lam", "1", "--model", "lstm"],
+    ],
+)
+def test_bad_arguments_are_refused(bad, tmp_path):
+    with pytest.raises(SystemExit):
+        ps.parse_args(["--out-dir", str(tmp_path), *bad])
+
+
+@pytest.mark.parametrize(
+    "penalty, lam, u_target",
+    [("cb", 0.1, None), ("msure", 100.0, 0.2), ("ns", 10.0, None)],
+)
+def test_each_window_adds_its_ce_penalty_influence_and_rate_to_the_tally(
+    penalty, lam, u_target, tiny_slice
+):
+    run = short(ps.penalty_run(model="sba-ic", penalty=penalty, lam=lam, u_target=u_target))
+    lm = run.build_model()
+    lm.train()
+    before = lm.penalty_tally.clone()
+    for step in (0, 1):
+        total = run.loss_fn(lm, run.batch(step))
+        ce, r, ratio, u, raw = (lm.penalty_tally - before)[1:].tolist()
+        before = lm.penalty_tally.clone()
+        assert math.isclose(float(total.detach()), ce + r, rel_tol=1e-6)
+        assert r > 0 and math.isclose(ratio, r / (ce + r), rel_tol=1e-12)  # (pen-ri), N = 1
+        assert math.isclose(raw, r / lam, rel_tol=1e-12)
+        assert 0.3 < u < 0.7  # S_ic at the start: about half the units update
+    assert lm.penalty_tally[0] == 2  # two windows counted
+    run.loss_fn(lm, run.batch(2))  # a new pass: the tally starts again
+    assert lm.penalty_tally[0] == 1
+
+
+def test_the_budget_penalty_counts_the_decisions_the_cell_takes(tiny_slice):
+    """R_CB / lambda is the sum over the window's steps of the share of modules that updated,
+    counted from the recorded margins: the cell's own update rate times T."""
+    run = short(ps.penalty_run(model="sba-ic", penalty="cb", lam=1.0))
+    lm = run.build_model()
+    lm.train()
+    _, (_, x, _) = run.batch(0)
+    run.loss_fn(lm, run.batch(0))
+    _, _, r, _, u, _ = lm.penalty_tally.tolist()
+    assert abs(r - u * x.shape[1]) < 0.01 * x.shape[1]  # a tie m = 0 may count otherwise
+
+
+@pytest.mark.parametrize("penalty, u_target", [("cb", None), ("msure", 0.2), ("ns", None)])
+def test_each_penalty_reaches_the_weights(penalty, u_target, tiny_slice):
+    """The gradient with the penalty differs from the cross-entropy's alone: the
+    straight-through surrogate gives R_CB and R_MSURE a gradient, R_NS has one."""
+    grads = {}
+    for lam in (0.0, 100.0):
+        run = short(ps.penalty_run(model="sba-ic", penalty=penalty, lam=lam, u_target=u_target))
+        lm = run.build_model()
+        lm.train()
+        run.loss_fn(lm, run.batch(0)).backward()
+        grads[lam] = lm.cell.weight_hh.grad.clone()
+    assert (grads[100.0] - grads[0.0]).abs().max() > 1e-4
+
+
+def test_a_zero_lambda_trains_chapter_6s_run_exactly(tiny_slice, tmp_path):
+    """With lambda = 0 the penalty adds exact zeros to every gradient: the weights after three
+    updates are those of wordlm's unpenalised S_ic run, bit for bit."""
+    ours = short(ps.penalty_run(model="sba-ic", penalty="msure", lam=0.0, u_target=0.2), 3)
+    theirs = dataclasses.replace(wordlm.wordlm_run(model="sba-ic"), steps=3, eval_every=2)
+    a = longrun.train(ours, tmp_path / "ours", report=None)
+    b = longrun.train(theirs, tmp_path / "theirs", report=None)
+    for key, value in b.model.state_dict().items():
+        assert torch.equal(a.model.state_dict()[key], value), key
+    assert [r["valid_ppl"] for r in a.rows] == [r["valid_ppl"] for r in b.rows]
+
+
+@pytest.mark.parametrize(
+    "penalty, lam, u_target", [("cb", 0.1, None), ("msure", 10.0, 0.5), ("ns", 1.0, None)]
+)
+def test_a_tiny_run_logs_validation_rate_and_influence_every_pass(
+    penalty, lam, u_target, tiny_slice, tmp_path
+):
+    run = short(ps.penalty_run(model="sba-c2", penalty=penalty, lam=lam, u_target=u_target))
+    result = longrun.train(run, tmp_path / "run", report=None)
+    assert [row["step"] for row in result.rows] == [0, 2, 4]
+    assert "ri" not in result.rows[0]  # nothing trained yet
+    for row in result.rows[1:]:
+        assert {"valid_ppl", "valid_ppl_plain", "valid_u", "train_ce", "ri", "train_u"} <= set(row)
+        assert 0 < row["ri"] < 1 and 0 < row["train_u"] <= 0.5  # S_c, M = 2: at most 1 of 2
+        ce, r = row["train_ce"], row["train_penalty"]
+        assert math.isclose(row["train_loss"], ce + r, rel_tol=1e-5)
+    curve = longrun.read_curve(result.curve)
+    assert math.isclose(curve[-1]["ri"], result.rows[-1]["ri"], rel_tol=1e-5)
+
+
+def test_a_resumed_run_gives_the_rows_and_weights_of_an_uninterrupted_one(tiny_slice, tmp_path):
+    run = short(ps.penalty_run(model="sba-ic", penalty="ns", lam=1.0), steps=4)
+    whole = longrun.train(run, tmp_path / "whole", report=None)
+    longrun.train(dataclasses.replace(run, steps=2), tmp_path / "cut", report=None)
+    resumed = longrun.train(run, tmp_path / "cut", resume=True, report=None)
+    for key, value in whole.model.state_dict().items():
+        assert torch.equal(resumed.model.state_dict()[key], value), key
+    skip = {"seconds", "sec_per_step", "eval_seconds"}
+    strip = [{k: v for k, v in row.items() if k not in skip} for row in whole.rows]
+    assert [{k: v for k, v in row.items() if k not in skip} for row in resumed.rows] == strip
+
+
+def test_the_checkpoint_reproduces_its_training_columns_too(tiny_slice, tmp_path):
+    """The tally travels with the weights: a reloaded model reports the last pass's training
+    statistics, so the run can become a book checkpoint (``longrun.reproduce``)."""
+    run = short(ps.penalty_run(model="sba-ic", penalty="cb", lam=0.01))
+    result = longrun.train(run, tmp_path / "run", report=None)
+    record = longrun.publish(run, result)
+    assert "ri" in record["summary"]["final_eval"]
+    _, _, mismatches = longrun.reproduce(run)
+    assert not mismatches
+
+
+def test_only_the_curve_reaches_the_book_folder(tiny_slice, tmp_path, monkeypatch):
+    book = tmp_path / "book"
+    monkeypatch.setenv("RNNBOOK_CHECKPOINTS", str(book))
+    run = short(ps.penalty_run(model="sba-ic", penalty="ns", lam=0.1), steps=2)
+    code = ps.publish_curve_only(run, tmp_path / "run", resume=False, threads=1,
+                                 extra=lambda result: {})  # fmt: skip
+    assert code == 0
+    assert sorted(p.name for p in book.iterdir()) == [f"{run.name}.curve.csv"]
+    staged = sorted(p.name for p in (tmp_path / "run" / "checkpoint").iterdir())
+    assert staged == [f"{run.name}.curve.csv", f"{run.name}.json", f"{run.name}.pt"]
+    assert (tmp_path / "run" / "summary.json").is_file()
+    assert str(book) == os.environ["RNNBOOK_CHECKPOINTS"]  # restored
+
+
+def test_the_window_loss_is_the_models_cross_entropy(tiny_slice):
+    """The loss calls the core and the read-out itself (for the states of R_NS): the same
+    numbers as the model's forward pass."""
+    run = short(ps.penalty_run(model="sba-ic", penalty="ns", lam=0.0))
+    lm = run.build_model()
+    lm.train()
+    _, (_, x, y) = run.batch(0)
+    ours = run.loss_fn(lm, run.batch(0))
+    logits, _ = lm(x)
+    torch.testing.assert_close(ours, token_cross_entropy(logits, y), rtol=0, atol=0)
