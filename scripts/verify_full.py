@@ -71,7 +71,7 @@ def _text(output: dict) -> str:
 
 
 def record_from_executed(
-    chapter: str, executed: Path, seconds: float, commit: str, code_root: Path
+    chapter: str, executed: Path, seconds: float, commit: str, code_root: Path, note: str = ""
 ) -> dict:
     """A verification record from a notebook papermill executed (stopped or not)."""
     notebook = json.loads(Path(executed).read_text(encoding="utf-8"))
@@ -97,12 +97,14 @@ def record_from_executed(
         if meta.get("status") == "pending":  # never reached
             break
     ran_all = failed_cell is None and all(c["status"] == "completed" for c in cells)
+    ended = notebook.get("metadata", {}).get("papermill", {}).get("end_time")
     return {
         "chapter": chapter,
         "profile": "full",
         "commit": commit,
-        "date": datetime.now(tz=timezone.utc).isoformat(timespec="seconds"),
-        "machine": machine(),
+        "date": ended or datetime.now(tz=timezone.utc).isoformat(timespec="seconds"),
+        "machine": dict(machine(), load_average_at_record=[round(x, 1) for x in os.getloadavg()]),
+        "note": note,
         "seconds": round(seconds, 1),
         "ok": ran_all,
         "failed_cell": failed_cell,
@@ -113,7 +115,7 @@ def record_from_executed(
     }
 
 
-def run_one(chapter: str, commit: str, out_dir: Path) -> dict:
+def run_one(chapter: str, commit: str, out_dir: Path, note: str = "") -> dict:
     """Execute one chapter in the full profile in a fresh worktree of ``commit``."""
     with tempfile.TemporaryDirectory(prefix=f"verify-{chapter}-") as tmp:
         tree = Path(tmp) / "tree"
@@ -154,7 +156,7 @@ def run_one(chapter: str, commit: str, out_dir: Path) -> dict:
                 check=False,
             )
             seconds = time.time() - start
-            return record_from_executed(chapter, executed, seconds, commit, tree)
+            return record_from_executed(chapter, executed, seconds, commit, tree, note)
         finally:
             subprocess.run(
                 ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
@@ -163,12 +165,12 @@ def run_one(chapter: str, commit: str, out_dir: Path) -> dict:
             )
 
 
-def write(record: dict) -> Path:
+def write(record: dict) -> dict:
     out = verification.records_dir(ROOT)
     out.mkdir(exist_ok=True)
     path = out / f"{record['chapter']}.json"
     path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    return path
+    return record
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         help="record this executed notebook instead of running (one chapter)",
     )
     parser.add_argument("--seconds", type=float, help="with --executed: the run's wall time")
+    parser.add_argument("--note", default="", help="said in the record (e.g. the machine's load)")
     args = parser.parse_args(argv)
 
     known = verification.chapters(ROOT)
@@ -212,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             try:
                 record = record_from_executed(
-                    args.chapters[0], args.executed, args.seconds, commit, tree
+                    args.chapters[0], args.executed, args.seconds, commit, tree, args.note
                 )
             finally:
                 subprocess.run(
@@ -220,14 +223,16 @@ def main(argv: list[str] | None = None) -> int:
                     check=False,
                     capture_output=True,
                 )
-        records = [record]
+        records = [write(record)]
     else:
         args.out.mkdir(parents=True, exist_ok=True)
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-            records = list(pool.map(lambda c: run_one(c, commit, args.out), args.chapters))
+            records = list(
+                pool.map(lambda c: write(run_one(c, commit, args.out, args.note)), args.chapters)
+            )
     failures = 0
     for record in records:
-        path = write(record)
+        path = verification.records_dir(ROOT) / f"{record['chapter']}.json"
         where = (
             "ran to the end" if record["ok"] else f"stopped at code cell {record['failed_cell']}"
         )
