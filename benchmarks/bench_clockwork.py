@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import statistics
-import time
 
 import torch
 from timing import save
@@ -38,6 +37,7 @@ from timing import save
 from rnnbook.models import SRN
 from rnnbook.models.clockwork import CWRNN, module_runs, recurrent_share
 from rnnbook.skip import window_update_rate
+from rnnbook.timing import rounds_of
 
 PERIODS = (1, 2, 4, 8, 16, 32, 64, 128)
 
@@ -79,16 +79,7 @@ def arithmetic(periods, L: int, d_x: int, H: int) -> float:
 
 def interleaved(contenders: dict, rounds: int, warmup: int) -> dict[str, list[float]]:
     """Seconds per call of each contender in every round, contenders one after the other."""
-    for fn in contenders.values():
-        for _ in range(warmup):
-            fn()
-    times = {name: [] for name in contenders}
-    for _ in range(rounds):
-        for name, fn in contenders.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return times
+    return rounds_of(contenders, rounds, warmup)
 
 
 def ratio(times, a: str, b: str) -> dict[str, float]:

@@ -51,6 +51,8 @@ import time
 import torch
 from timing import save
 
+from rnnbook.timing import compare as median_rounds
+
 RATES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 RATES_PER_UNIT = (0.05, 0.2, 0.5, 1.0)  # M = H above H = 256
 GATES = "ifgo"  # torch's order of the four gate blocks
@@ -66,16 +68,7 @@ SKIPPABLE = {
 def compare(contenders, rounds: int, warmup: int) -> dict[str, float]:
     """Median seconds of the thread's CPU time per call of each contender, measured in
     alternating rounds after ``warmup`` calls of each."""
-    for fn in contenders.values():
-        for _ in range(warmup):
-            fn()
-    times = {name: [] for name in contenders}
-    for _ in range(rounds):
-        for name, fn in contenders.items():
-            start = time.thread_time()
-            fn()
-            times[name].append(time.thread_time() - start)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return median_rounds(contenders, rounds, warmup, clock=time.thread_time)
 
 
 def block_rows(H: int, blocks: str) -> torch.Tensor:

@@ -16,6 +16,7 @@ hours on a CPU; ``--jobs 2`` runs two chapters at a time (one core each).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -115,9 +116,10 @@ def record_from_executed(
     }
 
 
-def run_one(chapter: str, commit: str, out_dir: Path, note: str = "") -> dict:
-    """Execute one chapter in the full profile in a fresh worktree of ``commit``."""
-    with tempfile.TemporaryDirectory(prefix=f"verify-{chapter}-") as tmp:
+@contextlib.contextmanager
+def worktree(commit: str):
+    """A fresh, detached ``git worktree`` of ``commit``, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="verify-") as tmp:
         tree = Path(tmp) / "tree"
         subprocess.run(
             ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), commit],
@@ -125,44 +127,33 @@ def run_one(chapter: str, commit: str, out_dir: Path, note: str = "") -> dict:
             capture_output=True,
         )
         try:
-            env = dict(
-                os.environ,
-                PYTHONPATH=str(tree / "src"),
-                RNNBOOK_THREADS="1",
-                OMP_NUM_THREADS="1",
-                MPLBACKEND="Agg",
-            )
-            env.setdefault("RNNBOOK_DATA_MIRROR", str((ROOT.parent / "shared" / "data").resolve()))
-            executed = out_dir / f"{chapter}.ipynb"
-            start = time.time()
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-m",
-                    "papermill",
-                    f"{chapter}.ipynb",
-                    str(executed),
-                    "-p",
-                    "profile",
-                    "full",
-                    "--cwd",
-                    str(tree / "chapters"),
-                    "-k",
-                    "python3",
-                    "--no-progress-bar",
-                ],
-                cwd=tree / "chapters",
-                env=env,
-                check=False,
-            )
-            seconds = time.time() - start
-            return record_from_executed(chapter, executed, seconds, commit, tree, note)
+            yield tree
         finally:
             subprocess.run(
                 ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
                 check=False,
                 capture_output=True,
             )
+
+
+def run_one(chapter: str, commit: str, out_dir: Path, note: str = "") -> dict:
+    """Execute one chapter in the full profile in a fresh worktree of ``commit``."""
+    with worktree(commit) as tree:
+        env = dict(
+            os.environ,
+            PYTHONPATH=str(tree / "src"),
+            RNNBOOK_THREADS="1",
+            OMP_NUM_THREADS="1",
+            MPLBACKEND="Agg",
+        )
+        env.setdefault("RNNBOOK_DATA_MIRROR", str((ROOT.parent / "shared" / "data").resolve()))
+        executed = out_dir / f"{chapter}.ipynb"
+        start = time.time()
+        command = [sys.executable, "-m", "papermill", f"{chapter}.ipynb", str(executed)]
+        command += ["-p", "profile", "full", "--cwd", str(tree / "chapters"), "-k", "python3"]
+        subprocess.run(command + ["--no-progress-bar"], cwd=tree / "chapters", env=env)
+        seconds = time.time() - start
+        return record_from_executed(chapter, executed, seconds, commit, tree, note)
 
 
 def write(record: dict) -> dict:
@@ -206,23 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.executed:
         if len(args.chapters) != 1 or args.seconds is None:
             parser.error("--executed records one chapter and needs --seconds")
-        with tempfile.TemporaryDirectory() as tmp:
-            tree = Path(tmp) / "tree"
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), commit],
-                check=True,
-                capture_output=True,
+        with worktree(commit) as tree:
+            record = record_from_executed(
+                args.chapters[0], args.executed, args.seconds, commit, tree, args.note
             )
-            try:
-                record = record_from_executed(
-                    args.chapters[0], args.executed, args.seconds, commit, tree, args.note
-                )
-            finally:
-                subprocess.run(
-                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
-                    check=False,
-                    capture_output=True,
-                )
         records = [write(record)]
     else:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -142,9 +142,7 @@ def test_the_uni_mask_lets_a_module_read_itself_and_slower_modules_only():
 
 def test_unchanged_share_counts_exact_copies_only():
     states = torch.zeros(3, 1, 4, dtype=torch.float64)  # (T + 1, B, H)
-    states[1] = torch.tensor(
-        [0.0, 0.0, 1.0, 1e-300], dtype=torch.float64
-    )  # 2 kept, 2 moved
+    states[1] = torch.tensor([0.0, 0.0, 1.0, 1e-300], dtype=torch.float64)  # 2 kept, 2 moved
     states[2] = states[1]  # every unit kept
     assert skip.unchanged_share(states) == 6 / 8
 

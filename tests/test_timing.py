@@ -161,3 +161,13 @@ def test_nothing_is_called_when_the_arguments_are_rejected():
     with pytest.raises(ValueError):
         compare({"a": lambda: calls.append(1)}, warmup=-1)
     assert calls == []
+
+
+def test_rounds_of_keeps_every_round_and_takes_any_clock():
+    ticks = iter(range(100))
+    times = timing.rounds_of(
+        {"a": lambda: None, "b": lambda: None}, rounds=3, warmup=1, clock=lambda: next(ticks)
+    )
+    assert times == {"a": [1, 1, 1], "b": [1, 1, 1]}  # one tick between start and end
+    with pytest.raises(ValueError, match="clock"):
+        timing.rounds_of({"a": lambda: None}, rounds=1, warmup=0, clock=3.0)
