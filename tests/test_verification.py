@@ -100,9 +100,7 @@ def test_summary_says_what_a_reader_needs(tmp_path):
         "fingerprint": now,
     }
     line = verification.Verification("01_x", record, now, None).summary()
-    assert (
-        line == "full profile verified at commit 0123456 on 2026-11-28: ok, 10 min on 2 CPU cores"
-    )
+    assert line == "full profile run at commit 0123456 on 2026-11-28: ok, 10 min on 2 CPU cores"
     stale = dict(now, files=dict(now["files"], **{"src/rnnbook/new.py": "0"}))
     line = verification.Verification("01_x", record, stale, "re-run queued").summary()
     assert "code changed since (src/rnnbook/new.py)" in line and line.endswith(

@@ -172,7 +172,7 @@ class Verification:
             outcome = "ok" if r["ok"] else f"stopped at code cell {r['failed_cell']}"
             minutes = r["seconds"] / 60
             text = (
-                f"full profile verified at commit {r['commit'][:7]} on {r['date'][:10]}: "
+                f"full profile run at commit {r['commit'][:7]} on {r['date'][:10]}: "
                 f"{outcome}, {minutes:.0f} min on {r['machine']['cores']} CPU cores"
             )
             if not self.is_current:

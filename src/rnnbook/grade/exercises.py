@@ -14,6 +14,7 @@ import ast
 import builtins
 import re
 import symtable
+import threading
 from dataclasses import dataclass, field
 
 EXERCISE = re.compile(
@@ -57,6 +58,12 @@ def chapter_label(notebook: dict) -> str | None:
     return None
 
 
+# CPython 3.11's compiler is not safe to call from two threads at once (ast.parse can fail with
+# "SystemError: AST constructor recursion depth mismatch"), and the gradebook grades notebooks
+# in a thread pool (--jobs): every parse and symbol table of a cell goes through this lock.
+_COMPILER = threading.Lock()
+
+
 def _python(source: str) -> ast.Module | None:
     """The cell as Python, its IPython lines (``%magic``, ``!shell``) blanked; None if it is
     not Python."""
@@ -64,7 +71,8 @@ def _python(source: str) -> ast.Module | None:
         "" if line.lstrip().startswith(("%", "!", "?")) else line for line in source.splitlines()
     ]
     try:
-        return ast.parse("\n".join(lines))
+        with _COMPILER:
+            return ast.parse("\n".join(lines))
     except SyntaxError:
         return None
 
@@ -209,7 +217,8 @@ def cell_names(source: str) -> CellNames | None:
     if tree is None:
         return None
     try:
-        table = symtable.symtable(ast.unparse(tree), "<cell>", "exec")
+        with _COMPILER:
+            table = symtable.symtable(ast.unparse(tree), "<cell>", "exec")
     except SyntaxError:
         return None
     imports = {s.get_name() for s in table.get_symbols() if s.is_imported()}
