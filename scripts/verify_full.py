@@ -9,7 +9,8 @@ record names exactly the code that ran and the work tree may change meanwhile; p
 executes it with ``-p profile full``, one torch thread, the offline data mirror
 (``RNNBOOK_DATA_MIRROR``). The record (``rnnbook.verification``) keeps the commit, the
 machine, the wall time, whether every cell ran (and where it stopped), each code cell's time
-and printed output, and the chapter's fingerprint at that commit. Runs take from minutes to
+and printed output, every result claim it stated (``rnnbook.claims``), and the chapter's
+fingerprint at that commit. Runs take from minutes to
 hours on a CPU; ``--jobs 2`` runs two chapters at a time (one core each).
 """
 
@@ -31,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from rnnbook import verification  # noqa: E402
+from rnnbook import claims, verification  # noqa: E402
 
 OUTPUT_CAP = 3000  # characters of printed output kept per cell
 
@@ -112,6 +113,7 @@ def record_from_executed(
         "error": error,
         "gpu_minutes_expected": None,
         "cells": cells,
+        "claims": claims.from_notebook(notebook),  # every result claim the run stated
         "fingerprint": verification.fingerprint(chapter, code_root),
     }
 

@@ -8,6 +8,7 @@ execution settings of the book's ``_config.yml``, once with a failing assert and
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -92,3 +93,64 @@ def test_a_chapter_whose_claims_hold_builds(tmp_path):
     assert result.returncode == 0, ANSI.sub("", result.stdout + result.stderr)[-3000:]
     page = (tmp_path / "_build" / "html" / "chapter.html").read_text()
     assert "the cell after the claim" in page
+
+
+def _claims_book(folder: Path, where: str) -> Path:
+    """A tiny book with the Claims page and one chapter that states two claims."""
+    real = yaml.safe_load((ROOT / "_config.yml").read_text())
+    shutil.copy(ROOT / "book" / "_ext" / "claims_page.py", folder / "claims_page.py")
+    config = {
+        "title": "A tiny book",
+        "only_build_toc_files": True,
+        "execute": real["execute"],
+        "sphinx": {"local_extensions": {"claims_page": "."}},
+    }
+    (folder / "_config.yml").write_text(yaml.safe_dump(config))
+    toc = {
+        "format": "jb-book",
+        "root": "intro",
+        "chapters": [{"file": "chapters/01_tiny"}, {"file": "claims"}],
+    }
+    (folder / "_toc.yml").write_text(yaml.safe_dump(toc))
+    (folder / "intro.md").write_text("# A tiny book\n")
+    (folder / "claims.md").write_text("# Claims\n\n```{claims-table}\n```\n")
+    (folder / "chapters").mkdir()
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("# A chapter\n\n(tiny-result)=\nThe error rate is low."),
+        nbformat.v4.new_code_cell(
+            "from rnnbook import claims\n"
+            "claims.set_profile('quick')\n"
+            f"claims.claim('low-error', 'The error rate is low', value=0.1, op='<', "
+            f"threshold=0.2, where={where!r}, source=0.12)\n"
+            "claims.claim('three-seeds', 'All three seeds solve it', value=3, op='==', "
+            f"threshold=3, where={where!r}, kind='recorded')"
+        ),
+    ]
+    nbformat.write(notebook, folder / "chapters" / "01_tiny.ipynb")
+    return folder
+
+
+def test_the_claims_page_lists_each_claim_linked_to_its_paragraph(tmp_path):
+    result = _build(_claims_book(tmp_path, where="tiny-result"))
+    assert result.returncode == 0, ANSI.sub("", result.stdout + result.stderr)[-3000:]
+    html = tmp_path / "_build" / "html"
+    page = (html / "claims.html").read_text()
+    assert "This build stated 2 result claims: 1 measured in the run, 1 read from" in page
+    assert 'href="chapters/01_tiny.html#tiny-result"' in page
+    for shown in ("The error rate is low", "&lt; 0.2", "50.0%", "0.12", "exact", "recorded"):
+        assert shown in page, shown
+    listed = json.loads((html / "claims.json").read_text())["claims"]
+    assert [(c["chapter"], c["id"]) for c in listed] == [
+        ("01_tiny", "low-error"),
+        ("01_tiny", "three-seeds"),
+    ]
+    assert listed[0]["margin"] == pytest.approx(0.5) and listed[0]["source"] == 0.12
+
+
+def test_a_claim_at_an_undefined_label_is_a_build_error(tmp_path):
+    result = _build(_claims_book(tmp_path, where="no-such-paragraph"))
+    log = ANSI.sub("", result.stdout + result.stderr)
+    assert result.returncode != 0
+    assert "states a claim at 'no-such-paragraph', which it does not label" in log

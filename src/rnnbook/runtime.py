@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from rnnbook import claims
 from rnnbook.plot import use_theme
 from rnnbook.profiles import Profile, resolve_profile
 
@@ -83,6 +84,7 @@ def setup(profile: str | None = None, seed: int = 0, device: str | None = None) 
     seed_everything(seed)
     use_theme()
     session = Session(resolved, chosen, seed, threads)
+    claims.set_profile(resolved.name)
     print(f"rnnbook {_version()}: {session.describe()}")
     if chosen.type == "cpu" and on_colab():
         print(

@@ -204,15 +204,33 @@ class _Clockwork(nn.Module):
 class _ClockedRecurrence(torch.autograd.Function):
     """(cw-rnn) over a window, computing only the ticking runs of modules, with BPTT by hand.
 
-    Inputs: ``x_proj`` (L, B, H), the input part ``W_x x_t + b`` of every step; ``h0`` (B, H);
-    ``W`` (H, H), the masked recurrent matrix ``W[destination, source]``; ``plan``, the
-    slices of every step; ``tanh``, the activation (else linear). Returns the states
-    (L, B, H). The weight gradient is computed only where the mask keeps weights.
+    Inputs: ``x`` (L, B, d_x), the inputs in time-major order; ``weight_ih`` (H, d_x) and
+    ``bias`` (H,), the input part ``W_x x_t + b``; ``h0`` (B, H); ``W`` (H, H), the masked
+    recurrent matrix ``W[destination, source]``; ``plan``, the slices of every step;
+    ``groups``, the modules that tick together and when (:func:`_projection_groups`);
+    ``tanh``, the activation (else linear). Returns the states (L, B, H).
+
+    Real skipping (cw-sliced) on both sides of the recurrence: a module's input part is
+    computed only at its ticks (one product per group of modules), its recurrent part only
+    at its ticks, and in the backward pass each weight gradient only where the module ticked
+    and the mask keeps weights. The input part lives inside the function so that autograd
+    never sees a partly filled (L, B, H) tensor (assigning into one would make the backward
+    pass copy the whole gradient once per group).
     """
 
     @staticmethod
-    def forward(ctx, x_proj, h0, W, plan, tanh):
+    def forward(ctx, x, weight_ih, bias, h0, W, plan, groups, tanh):
         steps, _, _ = plan
+        L, B, _ = x.shape
+        # W_x x_t + b for every module at its ticks; entries of idle steps are never read
+        x_proj = x.new_empty(L, B, W.shape[0])
+        for rows, ticks_at in groups:
+            if len(ticks_at) == L:  # ticks at every step
+                x_proj[:, :, rows] = nn.functional.linear(x, weight_ih[rows], bias[rows])
+            elif ticks_at:
+                at = torch.tensor(ticks_at, device=x.device)
+                x_at = x.index_select(0, at)
+                x_proj[at, :, rows] = nn.functional.linear(x_at, weight_ih[rows], bias[rows])
         states = torch.empty_like(x_proj)  # (L, B, H)
         h_prev = h0
         for t, x_t in enumerate(x_proj):
@@ -224,17 +242,18 @@ class _ClockedRecurrence(torch.autograd.Function):
                 else:  # (skip-update) with b = 0: a copy
                     h[:, rows] = h_prev[:, rows]
             h_prev = h
-        ctx.save_for_backward(h0, W, states)
-        ctx.plan, ctx.tanh = plan, tanh
+        ctx.save_for_backward(x, weight_ih, h0, W, states)
+        ctx.plan, ctx.groups, ctx.tanh = plan, groups, tanh
         return states
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_states):
-        h0, W, states = ctx.saved_tensors
+        x, weight_ih, h0, W, states = ctx.saved_tensors
         steps, blocks, k = ctx.plan
         L = states.shape[0]
-        grad_a = torch.zeros_like(states)  # (L, B, H) δ_t = dLoss/da_t: 0 where idle
+        # δ_t = dLoss/da_t, written (and read) only where a module ticks: 0 elsewhere
+        grad_a = torch.empty_like(states)  # (L, B, H)
         grad_h = torch.zeros_like(h0)  # (B, H) g_t = dLoss/dh_t, carried back in time
         for t in range(L - 1, -1, -1):
             grad_h += grad_states[t]
@@ -251,7 +270,7 @@ class _ClockedRecurrence(torch.autograd.Function):
             for rows, sources in ticking:  # (cw-bptt)
                 grad_h[:, sources].addmm_(grad_a[t, :, rows], W[rows, sources])
         grad_W = None
-        if ctx.needs_input_grad[2]:
+        if ctx.needs_input_grad[4]:
             # (cw-grad): module m's rows, the columns it reads, summed over its ticks at once
             grad_W = torch.zeros_like(W)
             for rows, sources, ticks_at in blocks:
@@ -267,7 +286,27 @@ class _ClockedRecurrence(torch.autograd.Function):
                     at = torch.tensor(ticks_at, device=W.device)
                     g, h_prev = g.index_select(0, at), h_prev.index_select(0, at - 1)
                 grad_W[rows, sources] += g.reshape(-1, k).T @ h_prev.reshape(-1, h_prev.shape[-1])
-        return grad_a, grad_h, grad_W, None, None
+        # the input part: each group's rows, only at its ticks
+        grad_x = torch.zeros_like(x) if ctx.needs_input_grad[0] else None
+        grad_weight_ih = torch.zeros_like(weight_ih)
+        grad_bias = grad_weight_ih.new_zeros(weight_ih.shape[0])
+        for rows, ticks_at in ctx.groups:
+            if not ticks_at:
+                continue
+            g, x_at = grad_a[:, :, rows], x  # (L, B, n), (L, B, d_x)
+            if len(ticks_at) < L:
+                at = torch.tensor(ticks_at, device=x.device)
+                g, x_at = g.index_select(0, at), x.index_select(0, at)
+            g2 = g.reshape(-1, g.shape[-1])  # (ticks * B, n)
+            grad_weight_ih[rows] = g2.T @ x_at.reshape(-1, x.shape[-1])
+            grad_bias[rows] = g2.sum(0)
+            if grad_x is not None:
+                gx = g @ weight_ih[rows]  # (ticks, B, d_x)
+                if len(ticks_at) < L:
+                    grad_x.index_add_(0, at, gx)
+                else:
+                    grad_x += gx
+        return grad_x, grad_weight_ih, grad_bias, grad_h, grad_W, None, None, None
 
 
 @functools.lru_cache(maxsize=64)
@@ -383,28 +422,12 @@ class CWRNN(_Clockwork):
             x_proj = nn.functional.linear(x, self.weight_ih, self.bias)  # (L, B, H), all units
             states = self._masked(x_proj, h0, W, t0)
         else:
-            x_proj = self._ticking_projection(x, t0)  # (L, B, H), only where modules tick
             plan = self._plan(L, t0)
-            states = _ClockedRecurrence.apply(x_proj, h0, W, plan, self.activation == "tanh")
+            groups = _projection_groups(self.periods, self.module_size, L, t0 % lcm(self.periods))
+            states = _ClockedRecurrence.apply(
+                x, self.weight_ih, self.bias, h0, W, plan, groups, self.activation == "tanh"
+            )
         return _read_out(self.readout, states), states.transpose(0, 1), states[-1]
-
-    def _ticking_projection(self, x: torch.Tensor, t0: int) -> torch.Tensor:
-        """(cw-sliced)'s input part ``W_x x_t + b``, computed for each module only at the
-        steps where it ticks: one product per group of modules with the same ticks. Returns
-        (L, B, H); the entries of idle steps are zero and never read."""
-        L, B, _ = x.shape
-        x_proj = x.new_zeros(L, B, self.hidden_size)
-        groups = _projection_groups(self.periods, self.module_size, L, t0 % lcm(self.periods))
-        for rows, ticks_at in groups:
-            weight, bias = self.weight_ih[rows], self.bias[rows]
-            if not ticks_at:  # these modules never tick in this window
-                continue
-            if len(ticks_at) == L:  # ticks at every step
-                x_proj[:, :, rows] = nn.functional.linear(x, weight, bias)  # (L, B, n)
-            else:
-                at = torch.tensor(ticks_at, device=x.device)
-                x_proj[at, :, rows] = nn.functional.linear(x.index_select(0, at), weight, bias)
-        return x_proj
 
     def _masked(self, x_proj, h, W, t0):
         """Compute every module, then keep the idle ones (skip-update): (L, B, H)."""
