@@ -1,5 +1,6 @@
-"""Collapse the chapters' walls of asserts: tag every code cell with five or more ``assert``
-lines ``hide-input``, so the HTML shows its output and a toggle instead of its source.
+"""Collapse the chapters' walls of asserts: tag ``hide-input`` every code cell with five or
+more checks (``assert`` lines and ``claims.claim(...)`` calls) or three or more claims (each
+takes several lines), so the HTML shows its output and a toggle instead of its source.
 
     python scripts/tag_assert_cells.py           # tag in place
     python scripts/tag_assert_cells.py --check   # exit 1 and name the cells that lack the tag
@@ -15,7 +16,8 @@ import json
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WALL = 5  # assert lines that make a cell a wall
+WALL = 5  # checks (assert lines and claims) that make a cell a wall
+CLAIM_WALL = 3  # claims that make a cell a wall
 TAG = "hide-input"
 
 
@@ -23,15 +25,24 @@ def assert_lines(source: str) -> int:
     return sum(1 for line in source.splitlines() if line.lstrip().startswith("assert "))
 
 
+def claim_calls(source: str) -> int:
+    return sum(line.count("claims.claim(") for line in source.splitlines())
+
+
+def is_wall(source: str) -> bool:
+    claimed = claim_calls(source)
+    return assert_lines(source) + claimed >= WALL or claimed >= CLAIM_WALL
+
+
 def walls(notebook: dict) -> list[int]:
-    """Indices of the code cells with WALL or more assert lines and no hide-input tag."""
+    """Indices of the code cells that are walls of checks and have no hide-input tag."""
     found = []
     for index, cell in enumerate(notebook["cells"]):
         if cell["cell_type"] != "code":
             continue
         source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
         tags = cell.get("metadata", {}).get("tags", [])
-        if assert_lines(source) >= WALL and TAG not in tags and "remove-input" not in tags:
+        if is_wall(source) and TAG not in tags and "remove-input" not in tags:
             found.append(index)
     return found
 
@@ -57,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             nbformat.write(nb, path)
     for name, cells in untagged.items():
         print(
-            f"{name}: cells {cells} have {WALL}+ assert lines",
+            f"{name}: cells {cells} are walls of checks",
             "(untagged)" if args.check else "-> tagged",
         )
     return 1 if (args.check and untagged) else 0
