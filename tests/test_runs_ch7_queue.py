@@ -21,13 +21,16 @@ def names() -> list[str]:
 def test_the_queue_holds_every_run_once_in_the_briefs_order():
     order = names()
     # three SBA sweeps and the zoneout grid, but Z_c at p = 0.2: Chapter 7's ptb-slice-zc
-    assert len(order) == len(set(order)) == 3 * 18 + 2 + 40 - 1  # and NS at 100
+    # and NS at 100, and R_CB at 0.1 with two more seeds
+    assert len(order) == len(set(order)) == 3 * 18 + 2 + 40 - 1 + 2
     assert "ptb-slice-zc-p0.2" not in order
     assert order[:4] == [f"ptb-slice-sba-ic-cb-lam{lam:g}" for lam in (1e-4, 1e-3, 1e-2, 1e-1)]
     assert order[4:9] == [f"ptb-slice-sba-ic-ns-lam{lam:g}" for lam in (1e-3, 1e-2, 0.1, 1, 10)]
     assert order[9:13] == [f"ptb-slice-sba-ic-msure-ut0.5-lam{lam:g}" for lam in (0.1, 1, 10, 100)]
     assert order[13:26] == [name.replace("sba-ic", "sba-c2") for name in order[:13]]
-    assert order[26:42] == [f"ptb-slice-z{v}-p{p:g}" for p in (0.1, 0.3, 0.5, 0.7)
+    assert order[26:30] == [f"ptb-slice-sba-ic-msure-ut0.2-lam{lam:g}" for lam in (0.1, 1, 10, 100)]
+    assert order[30:32] == ["ptb-slice-sba-ic-cb-lam0.1-seed1", "ptb-slice-sba-ic-cb-lam0.1-seed2"]
+    assert order[32:48] == [f"ptb-slice-z{v}-p{p:g}" for p in (0.1, 0.3, 0.5, 0.7)
                             for v in ("ch", "f", "i", "c")]  # fmt: skip
     assert order[-4:] == [f"ptb-slice-z{v}-p1" for v in ("ch", "f", "i", "c")]  # the LSTM
     every = {
@@ -43,7 +46,9 @@ def test_a_command_names_the_run_that_the_queue_expects(tmp_path):
         args = importlib.import_module(f"rnnbook.runs.{module}").parse_args(argv[4:])
         assert args.resume and args.threads == 1
         if task == "penalty":
-            name = penalty_sweep.run_name(args.model, args.penalty, args.lam, args.u_target)
+            name = penalty_sweep.run_name(
+                args.model, args.penalty, args.lam, args.u_target, args.seed
+            )
         else:
             name = queue.zoneout_grid.run_name(args.variant, args.p)
         assert name == queue.name_of(task, kwargs)
