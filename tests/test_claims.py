@@ -21,12 +21,13 @@ def fresh_profile():
 
 
 def test_a_claim_that_holds_prints_one_line_with_value_threshold_and_margin(capsys):
-    stated = claims.claim(
+    claims.claim(
         "c-best", "Target c beats the LSTM", value=137.3, op="<", threshold=138.2, unit="ppl"
     )
+    stated = claims.stated()[-1]
     line = capsys.readouterr().out.strip()
     assert line.startswith("✓ claim c-best: Target c beats the LSTM")
-    assert "137.3 ppl < 138.2" in line and "margin 1%" in line
+    assert "137.3 ppl < 138.2" in line and "margin 0.7%" in line
     assert stated.holds and stated.profile == "quick" and stated.kind == "measured"
     assert stated.margin == pytest.approx((138.2 - 137.3) / 138.2)
 
@@ -67,14 +68,16 @@ def test_the_margin_is_the_relative_distance_from_failing(value, op, threshold, 
 
 
 def test_claims_of_equality_have_no_margin():
-    assert claims.claim("three", "3 of 3 seeds", value=3, op="==", threshold=3).margin is None
+    claims.claim("three", "3 of 3 seeds", value=3, op="==", threshold=3)
+    assert claims.stated()[-1].margin is None
 
 
 @pytest.mark.parametrize(
     "value", [torch.tensor(0.5), np.float32(0.5), np.array(0.5), 0.5, torch.tensor(True)]
 )
 def test_values_may_be_python_numpy_or_torch_scalars(value):
-    assert math.isfinite(claims.claim("x", "x", value=value, op="<=", threshold=1).value)
+    claims.claim("x", "x", value=value, op="<=", threshold=1)
+    assert math.isfinite(claims.stated()[-1].value)
 
 
 @pytest.mark.parametrize(
@@ -104,7 +107,8 @@ def test_setup_sets_the_profile_and_forgets_earlier_claims():
     claims.claim("old", "old", value=0, op="<", threshold=1)
     rnnbook.setup("quick", 0)
     assert claims.stated() == []
-    assert claims.claim("new", "new", value=0, op="<", threshold=1).profile == "quick"
+    claims.claim("new", "new", value=0, op="<", threshold=1)
+    assert [c.profile for c in claims.stated()] == ["quick"]
 
 
 def test_a_notebook_records_its_claims_in_the_outputs_metadata():
@@ -125,4 +129,5 @@ def test_a_notebook_records_its_claims_in_the_outputs_metadata():
     assert records[1]["threshold"] == [0, 10] and records[1]["kind"] == "recorded"
     assert records[1]["source"] == 4.5 and records[1]["margin"] == pytest.approx(0.5)
     shown = [o["data"]["text/plain"] for o in notebook.cells[0].outputs]
+    assert len(shown) == 2  # the last claim of the cell prints its line, not a repr
     assert shown[1].startswith("✓ claim b [recorded]: Second (5 in [0, 10], margin 50%")

@@ -61,6 +61,11 @@ def test_figure_stamps_the_profile(profile):
     assert ax in fig.axes
 
 
+def test_a_figure_of_recorded_runs_says_so_instead_of_the_profile():
+    fig, _ = plot.figure("quick", recorded="committed learning curves")
+    assert [t.get_text() for t in fig.texts] == ["recorded runs: committed learning curves"]
+
+
 def test_figure_with_several_axes_returns_an_array():
     fig, axes = plot.figure("full", ncols=2, nrows=2)
     assert axes.shape == (2, 2)

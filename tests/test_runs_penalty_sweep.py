@@ -233,3 +233,25 @@ def test_the_window_loss_is_the_models_cross_entropy(tiny_slice):
     ours = run.loss_fn(lm, run.batch(0))
     logits, _ = lm(x)
     torch.testing.assert_close(ours, token_cross_entropy(logits, y), rtol=0, atol=0)
+
+
+def test_a_curve_summary_reads_the_best_pass_and_the_mean_influence():
+    rows = [
+        {"step": 0, "valid_ppl": 2000.0, "valid_ppl_plain": 2000.0, "valid_u": 0.5},
+        {"step": 90, "valid_ppl": 90.0, "valid_ppl_plain": 95.0, "valid_u": 0.4, "train_u": 0.41,
+         "ri": 0.2},
+        {"step": 180, "valid_ppl": 80.0, "valid_ppl_plain": 85.0, "valid_u": 0.3, "train_u": 0.31,
+         "ri": 0.4},
+        {"step": 270, "valid_ppl": 81.0, "valid_ppl_plain": 70.0, "valid_u": 0.2, "train_u": 0.21,
+         "ri": 0.6},
+    ]  # fmt: skip
+    summary = ps.curve_summary(rows)
+    assert summary == pytest.approx(
+        {"best_ppl": 80.0, "at": 2, "plain_ppl": 85.0, "valid_u": 0.3, "train_u": 0.31, "ri": 0.4}
+    )
+    unpenalised = [{k: v for k, v in r.items() if k not in ("ri", "train_u", "valid_ppl_plain")}
+                   for r in rows]  # fmt: skip
+    summary = ps.curve_summary(unpenalised)
+    assert summary["ri"] is None and summary["train_u"] is None and summary["plain_ppl"] == 80.0
+    with pytest.raises(ValueError, match="no trained row"):
+        ps.curve_summary(rows[:1])

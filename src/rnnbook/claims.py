@@ -78,7 +78,7 @@ class Claim:
     def line(self) -> str:
         """The one line a chapter prints for a claim that holds."""
         unit = f" {self.unit}" if self.unit else ""
-        margin = "" if self.margin is None else f", margin {self.margin:.0%}"
+        margin = "" if self.margin is None else f", margin {_percent(self.margin)}"
         source = "" if self.source is None else f"; the source: {_number(self.source)}{unit}"
         kind = "" if self.kind == "measured" else f" [{self.kind}]"
         return (
@@ -95,6 +95,11 @@ class Claim:
             f"(kind {self.kind}, profile {self.profile}, stated at {self.where or '?'}; "
             f"the source's value: {source})"
         )
+
+
+def _percent(x: float) -> str:
+    """A margin as a percentage: one decimal below 10%, none above."""
+    return f"{x:.1%}" if abs(x) < 0.1 else f"{x:.0%}"
 
 
 def _number(x) -> str:
@@ -162,7 +167,7 @@ def claim(
     where: str = "",
     source=None,
     unit: str = "",
-) -> Claim:
+) -> None:
     """State a result claim: check it now, print it, and record it for the Claims page.
 
     Args:
@@ -176,7 +181,8 @@ def claim(
         source: the source's value where the claim reproduces one, else None.
         unit: printed after the numbers, e.g. ``"ppl"`` or ``"%"``.
 
-    Returns the :class:`Claim`; raises :class:`ClaimFailed` if it does not hold.
+    Returns nothing (so that a claim at the end of a cell prints only its line); the
+    :class:`Claim` is in :func:`stated`. Raises :class:`ClaimFailed` if it does not hold.
     """
     if not isinstance(id, str) or not id or any(c.isspace() for c in id):
         raise ValueError(f"claim: id must be a non-empty string without spaces, got {id!r}")
@@ -214,7 +220,6 @@ def claim(
     if not stated.holds:
         raise ClaimFailed(stated.failure())
     _show(stated)
-    return stated
 
 
 def _show(stated: Claim) -> None:

@@ -68,15 +68,18 @@ def use_theme() -> None:
     mpl.rcParams.update(THEME)
 
 
-def stamp(fig, profile) -> None:
-    """Write ``profile: <name>`` in the figure's lower-right corner."""
-    fig.text(0.995, 0.005, f"profile: {profile}", ha="right", va="bottom", fontsize=8, color=INK)
+def stamp(fig, profile, recorded: str | None = None) -> None:
+    """Write ``profile: <name>`` in the figure's lower-right corner, or, for a figure drawn
+    from committed runs whatever the profile, ``recorded runs: <recorded>``."""
+    text = f"recorded runs: {recorded}" if recorded else f"profile: {profile}"
+    fig.text(0.995, 0.005, text, ha="right", va="bottom", fontsize=8, color=INK)
 
 
-def figure(profile, ncols: int = 1, nrows: int = 1, **kwargs):
-    """``plt.subplots`` with the profile stamp; returns ``(fig, ax)`` (``ax`` an array if >1)."""
+def figure(profile, ncols: int = 1, nrows: int = 1, recorded: str | None = None, **kwargs):
+    """``plt.subplots`` with the profile stamp (or the ``recorded`` one, see :func:`stamp`);
+    returns ``(fig, ax)`` (``ax`` an array if >1)."""
     fig, ax = plt.subplots(nrows, ncols, **kwargs)
-    stamp(fig, profile)
+    stamp(fig, profile, recorded)
     return fig, ax
 
 

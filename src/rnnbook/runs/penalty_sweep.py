@@ -273,6 +273,33 @@ def penalty_run(
     )
 
 
+def curve_summary(rows: list[dict]) -> dict[str, float]:
+    """A finished run's learning curve in a few numbers, read at its best validation pass.
+
+    ``best_ppl`` and ``at``: the lowest ``valid_ppl`` (SBA+M) after training and its pass;
+    ``plain_ppl`` (SBA+R) and ``valid_u`` at that pass; for a penalised run also ``train_u``
+    at that pass and ``ri``, the influence (pen-ri) over the whole run (the mean of the
+    passes' values, every pass having 90 iterations); for an unpenalised run those two are
+    None. ``plain_ppl`` is ``valid_ppl`` for a curve that has no plain column.
+    """
+    trained = [
+        (row["valid_ppl"], k) for k, row in enumerate(rows) if k > 0 and row.get("valid_ppl")
+    ]
+    if not trained:
+        raise ValueError("the curve has no trained row with 'valid_ppl'")
+    best_ppl, at = min(trained)
+    row = rows[at]
+    passes = [r["ri"] for r in rows[1:] if r.get("ri") is not None]
+    return {
+        "best_ppl": best_ppl,
+        "at": at,
+        "plain_ppl": row.get("valid_ppl_plain") or best_ppl,
+        "valid_u": row.get("valid_u"),
+        "train_u": row.get("train_u"),
+        "ri": sum(passes) / len(passes) if passes else None,
+    }
+
+
 def grid(models=("sba-ic", "sba-c2"), seed: int = 0) -> list[dict]:
     """Every run of the sweep for ``models``: each penalty over its lambdas, MSURE with both
     targets; as keyword arguments of :func:`penalty_run`."""
