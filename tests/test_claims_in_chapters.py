@@ -2,7 +2,7 @@
 
 The Claims page resolves every claim's ``where`` label at build time; this finds a missing
 label in a second, without building. It also refuses claims that cannot fail because their
-value is a constant, and ids that two claims of one chapter share.
+value is a constant, and ids that two claims of one chapter share; and it counts them.
 """
 
 from __future__ import annotations
@@ -104,3 +104,11 @@ def test_the_lint_finds_a_claim_at_a_missing_label(tmp_path):
     notebook["cells"][1]["source"] = notebook["cells"][1]["source"].replace("elsewhere", "result")
     path.write_text(json.dumps(notebook))
     test_every_claim_names_a_paragraph_of_its_chapter(path)
+
+
+def test_every_chapter_states_its_results_as_claims():
+    """The book's results are claims (the Claims page), not bare asserts: each chapter has
+    some, the book 200 or more."""
+    counts = {path.stem: len(claim_calls(path)) for path in CHAPTERS}
+    assert all(n >= 10 for n in counts.values()), counts
+    assert sum(counts.values()) >= 200, counts
