@@ -59,14 +59,18 @@ def margin_text(record: dict) -> str:
     return "exact" if record.get("margin") is None else f"{record['margin']:.1%}"
 
 
-def executed_claims(executed_dir: Path, docnames: list[str]) -> dict[str, list[dict]]:
-    """docname -> the claim records of its executed notebook, for the chapters."""
+def executed_claims(executed_dir: Path, docnames: list[str], env=None) -> dict[str, list[dict]]:
+    """docname -> the claim records of its executed notebook, for the chapters: the copy
+    this build executed, else the source itself (a build with execution off, like the
+    student edition's, whose sources are executed notebooks)."""
     from rnnbook.claims import from_notebook
 
     found = {}
     for docname in docnames:
         path = executed_dir / f"{docname}.ipynb"
-        if path.is_file():
+        if not path.is_file() and env is not None:
+            path = Path(env.doc2path(docname))
+        if path.is_file() and path.suffix == ".ipynb":
             found[docname] = from_notebook(json.loads(path.read_text(encoding="utf-8")))
     return found
 
@@ -106,7 +110,7 @@ class FillClaims(SphinxPostTransform):
     def tables(self) -> list[nodes.Node]:
         executed_dir = Path(self.app.outdir).parent / "jupyter_execute"
         chapters = sorted(d for d in self.env.found_docs if d.startswith("chapters/"))
-        found = executed_claims(executed_dir, chapters)
+        found = executed_claims(executed_dir, chapters, self.env)
         every = [dict(c, chapter=Path(d).name) for d in chapters for c in found.get(d, [])]
         (Path(self.app.outdir) / "claims.json").write_text(
             json.dumps({"claims": every}, indent=1) + "\n", encoding="utf-8"

@@ -920,3 +920,39 @@ def check_theme(
     if measurements is not None:
         measurements.append(record)
     return problems
+
+
+def check_claims_page(
+    context,
+    base_url: str,
+    path: str = "book/claims.html",
+    least: int = 200,
+    timeout: int = READY_TIMEOUT,
+) -> list[str]:
+    """The Claims page lists at least ``least`` claims in its chapter tables, and every
+    claim's link lands on an element of its chapter page with that id."""
+    visit = open_page(context, base_url, path, timeout=timeout)
+    page = visit.page
+    problems = check_console(visit)
+    links = page.evaluate(
+        "() => [...document.querySelectorAll('section[id^=\"claims-\"] table tbody tr')]"
+        ".map(row => { const a = row.querySelector('a'); return a ? a.href : null; })"
+    )
+    page.close()
+    if len(links) < least:
+        problems.append(f"{path} lists {len(links)} claims, expected at least {least}")
+    targets: dict[str, set[str]] = {}
+    for href in filter(None, links):
+        url, _, anchor = href.partition("#")
+        targets.setdefault(url, set()).add(anchor)
+    for url, anchors in targets.items():
+        chapter = context.new_page()
+        chapter.goto(url, timeout=timeout)
+        missing = [a for a in sorted(anchors) if not chapter.query_selector(f'[id="{a}"]')]
+        chapter.close()
+        if missing:
+            problems.append(f"{path}: links to {url} with no such id: {missing}")
+    unlinked = sum(1 for link in links if link is None)
+    if unlinked:
+        problems.append(f"{path}: {unlinked} claims without a link to their paragraph")
+    return problems

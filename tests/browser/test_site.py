@@ -17,6 +17,7 @@ from known_issues import judge
 from site_checks import (
     THEMES,
     LaunchConfig,
+    check_claims_page,
     check_clean,
     check_console,
     check_headings,
@@ -96,6 +97,10 @@ def test_light_and_dark_mode_readable(visit, mode, screenshot_path, readability)
 def test_search_finds_a_chapter(context, base_urls, edition):
     problems = check_search(context, base_urls[edition.name], "LSTM", expect="chapters/")
     judge(problems, "search", "search")
+
+
+def test_the_claims_page_lists_the_claims_linked_to_their_paragraphs(context, base_urls, edition):
+    judge(check_claims_page(context, base_urls[edition.name]), "book/claims", "claims")
 
 
 def test_index_forwards_to_the_book(context, base_urls, edition):
