@@ -151,8 +151,9 @@ REDEFINED = (
         '    print("✓ zoneout_step: all checks passed.")',
     )
 )
-# pat leaves state behind in earlier cells: a patched torch.allclose (which makes the wrong
-# surprisal pass the checker in the notebook) and a file the second answer reads.
+# pat leaves state behind in earlier cells: a patched torch.allclose (which once made the wrong
+# surprisal pass the checker in the notebook; the checker now refuses to start and puts
+# torch.allclose back) and a file the second answer reads.
 PATCH = "import torch\n\ntorch.allclose = lambda *args, **kwargs: True"
 WRITE_FILE = 'with open("order.txt", "w") as f:\n    f.write("hc")'
 FROM_FILE = RIGHT_2.replace(
@@ -181,6 +182,9 @@ SUBMISSIONS = {
     ),  # fmt: skip
 }
 FORGERS = ["mal", "max", "pat"]
+# the passes each forger's notebook showed: a checker refuses to start once a function of torch
+# or of rnnbook was replaced (max's CheckFailed, pat's torch.allclose), in the notebook too
+FORGED_PASSES = {"mal": 2, "max": 1, "pat": 1}
 LABELS = ["ex-tiny-surprisal", "ex-tiny-zoneout"]
 EXPECTED = {
     "ada": ("completed", "passed", "passed"),
@@ -317,7 +321,9 @@ def test_feedback_says_why_a_notebook_crashed_or_was_not_attempted(graded):
 def test_a_forged_pass_does_not_count_and_the_feedback_says_why(graded, student):
     _, out, *_ = graded
     text = feedback(out, student)
-    assert text.count("did not pass it") == 2, text  # both exercises showed a forged pass
+    assert text.count("did not pass it") == FORGED_PASSES[student], text
+    if FORGED_PASSES[student] < 2:  # the other exercise was refused in the notebook already
+        assert "is not the one the checkers were imported with" in text, text
     assert "Points: 0 of 2" in text
 
 

@@ -187,7 +187,7 @@ def _float32_buffer(h, x, W, p, t):
         (_powers_of_two, "not right"),
         (_prefix, "not the ones that tick"),
         (lambda h, x, W, p, t: _sliced(h, x, W, p, t - 1), "step t - 1"),  # "t - 1 or t + 1" at 0
-        (_float32_buffer, "keep h's dtype"),
+        (_float32_buffer, "(?s)float32, but the inputs are float64.*dtype=x.dtype"),  # the rule
     ],
 )
 def test_sliced_step_catches_what_a_student_slipped_through(wrong, hint):
@@ -307,3 +307,181 @@ def _cat_of_modules(h, x, W, p, t):  # module by module, joined with torch.cat
 def test_sliced_step_accepts_other_right_formulations(right, capsys):
     checks.clockwork.sliced_step(right)
     assert "✓" in capsys.readouterr().out
+
+
+# --- the holes of the third review: work the counter could not see, found by the rows of W
+# that were read (a tensor that notes which rows of W enter arithmetic, in any thread) ------
+
+
+def _masked_by(whole):
+    """Every module computed by ``whole(h, W)`` (= h @ W.T), then the idle units kept."""
+
+    def step(h, x, W, p, t):
+        return torch.where(_ticking(h, p, t), torch.tanh(x + whole(h, W)), h)
+
+    return step
+
+
+def _outer_columns(h, W):  # a column loop of rank-1 updates with torch.outer, batch by batch
+    rows = []
+    for b in range(h.shape[0]):
+        acc = torch.zeros(W.shape[0], dtype=h.dtype)
+        for j in range(W.shape[1]):
+            acc = acc + torch.outer(W[:, j], h[b, j : j + 1])[:, 0]
+        rows.append(acc)
+    return torch.stack(rows)
+
+
+def _addr_columns(h, W):  # the same with torch.addr, the batch as a rank-1 update too
+    acc = torch.zeros_like(h)
+    for j in range(W.shape[1]):
+        acc = torch.addr(acc, h[:, j], W[:, j])
+    return acc
+
+
+def _python_outer_products(h, W):  # outer products by broadcasting, summed in a Python loop
+    acc = torch.zeros_like(h)
+    for j in range(W.shape[1]):
+        acc = acc + h[:, j, None] * W[None, :, j]
+    return acc
+
+
+def _cumsum(h, W):
+    return torch.cumsum(h[:, None, :] * W[None], dim=-1)[..., -1]
+
+
+def _conv1d(h, W):
+    return torch.nn.functional.conv1d(h[:, :, None], W[:, :, None])[:, :, 0]
+
+
+def _sparse_mm(h, W):
+    return torch.sparse.mm(W.to_sparse(), h.T).T
+
+
+def _bilinear(h, W):
+    one = torch.ones(h.shape[0], 1, dtype=h.dtype)
+    return torch.nn.functional.bilinear(h, one, W[:, :, None])
+
+
+def _embedding_bag(h, W):
+    B, H = h.shape
+    columns = torch.arange(H).repeat(B)
+    return torch.nn.functional.embedding_bag(
+        columns, W.T, torch.arange(B) * H, mode="sum", per_sample_weights=h.reshape(-1)
+    )
+
+
+def _in_a_thread(h, W):
+    import threading
+
+    out = []
+    worker = threading.Thread(target=lambda: out.append(h @ W.T))
+    worker.start()
+    worker.join()
+    return out[0]
+
+
+def _modes_disabled(h, W):  # torch's switch that turns every dispatch mode off
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        return h @ W.T
+
+
+def _idle_rows_zeroed_in_a_thread(h, x, W, p, t):  # W's idle rows cleaned first, unseen
+    import threading
+
+    ticking, out = _ticking(h, p, t), []
+
+    def work():
+        kept = torch.where(ticking[:, None], W, torch.zeros_like(W))
+        out.append(torch.where(ticking, torch.tanh(x + h @ kept.T), h))
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    return out[0]
+
+
+ROUTES = {
+    "torch.outer column loop": _outer_columns,
+    "torch.addr column loop": _addr_columns,
+    "Python loop of outer products": _python_outer_products,
+    "torch.cumsum": _cumsum,
+    "conv1d": _conv1d,
+    "torch.sparse.mm": _sparse_mm,
+    "F.bilinear": _bilinear,
+    "F.embedding_bag": _embedding_bag,
+    "another thread": _in_a_thread,
+    "_disable_current_modes": _modes_disabled,
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_sliced_step_refuses_every_route_to_the_idle_modules(route):
+    whole = ROUTES[route]
+    h, W = torch.randn(3, 12, dtype=torch.float64), torch.randn(12, 12, dtype=torch.float64)
+    assert torch.allclose(whole(h, W), h @ W.T)  # the route computes every module
+    with pytest.raises(CheckFailed, match="(?s)idle modules were computed.*masking, not skip"):
+        checks.clockwork.sliced_step(_masked_by(whole))
+
+
+def test_sliced_step_refuses_idle_rows_cleaned_in_another_thread():
+    with pytest.raises(CheckFailed, match="read the rows of W that belong to idle modules"):
+        checks.clockwork.sliced_step(_idle_rows_zeroed_in_a_thread)
+
+
+def _rows_by_index_select(h, x, W, p, t):
+    rows = _ticking(h, p, t).nonzero().flatten()
+    new = h.clone()
+    new[:, rows] = torch.tanh(x[:, rows] + torch.nn.functional.linear(h, W.index_select(0, rows)))
+    return new
+
+
+def _module_blocks(h, x, W, p, t):  # W viewed as (M, k, H): one block of rows per module
+    M, H = len(p), h.shape[1]
+    blocks, new = W.view(M, H // M, H), h.clone()
+    for m, T in enumerate(p):
+        if t % T == 0:
+            rows = slice(m * (H // M), (m + 1) * (H // M))
+            new[:, rows] = torch.tanh(x[:, rows] + torch.einsum("bj,ij->bi", h, blocks[m]))
+    return new
+
+
+def _split_rows(h, x, W, p, t):
+    k, parts = h.shape[1] // len(p), []
+    for m, (T, W_m) in enumerate(zip(p, W.split(h.shape[1] // len(p)))):
+        rows = slice(m * k, (m + 1) * k)
+        parts.append(torch.tanh(x[:, rows] + (W_m @ h.T).T) if t % T == 0 else h[:, rows])
+    return torch.cat(parts, dim=1)
+
+
+@pytest.mark.parametrize("right", [_rows_by_index_select, _module_blocks, _split_rows])
+def test_sliced_step_accepts_rows_taken_in_other_ways(right, capsys):
+    checks.clockwork.sliced_step(right)
+    assert "✓" in capsys.readouterr().out
+
+
+def test_sliced_step_names_float32_on_the_way():
+    def float32_product(h, x, W, p, t):
+        k, new = h.shape[1] // len(p), h.clone()
+        for m, T in enumerate(p):
+            if t % T == 0:
+                rows = slice(m * k, (m + 1) * k)
+                new[:, rows] = torch.tanh(x[:, rows] + h.float() @ W[rows].T.float())
+        return new
+
+    # at t = 0 every module ticks: a float32 product was once told "every module was updated"
+    with pytest.raises(CheckFailed, match="(?s)only to float32 precision.*dtype=x.dtype"):
+        checks.clockwork.sliced_step(float32_product)
+
+
+def test_the_book_s_references_are_no_answer():
+    with pytest.raises(CheckFailed, match="(?s)clockwork._reference.*book's reference implem"):
+        checks.clockwork.sliced_step(
+            lambda h, x, W, p, t: checks.clockwork._reference(h, x, W, _ticking(h, p, t))
+        )
+    from rnnbook.skip import window_update_rate
+
+    with pytest.raises(CheckFailed, match="(?s)window_update_rate.*book's reference implem"):
+        checks.clockwork.window_rate(lambda p, L, t0: window_update_rate(p, L, t0))

@@ -89,11 +89,18 @@ def _ns_through_float32_norms(h, h0, lam):
     return lam * (norms.diff(dim=1) ** 2).mean() * torch.ones((), dtype=h.dtype)
 
 
+def _msure_through_a_float32_target(margins, u_target, lam):
+    target = torch.tensor(u_target)  # float32: u_target = 0.8 is rounded to 0.800000011920929
+    return lam * (target - _ste(margins).mean()) ** 2  # promoted back to float64
+
+
 @pytest.mark.parametrize(
     ("checker", "fn"),
     [(zoneout.zoneout_step, _zoneout_through_float32_zeros),
-     (zoneout.norm_stabiliser, _ns_through_float32_norms)],
-    ids=["zoneout_step", "norm_stabiliser"],
+     (zoneout.norm_stabiliser, _ns_through_float32_norms),
+     # was told its decisions "lost their 0/1 values to rounding" (a diagnosis within 1e-5)
+     (zoneout.msure_ste, _msure_through_a_float32_target)],
+    ids=["zoneout_step", "norm_stabiliser", "msure_ste"],
 )  # fmt: skip
 def test_float32_on_the_way_is_named(checker, fn):
     with pytest.raises(CheckFailed, match="(?s)only to float32 precision.*torch.zeros"):

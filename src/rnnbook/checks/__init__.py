@@ -4,7 +4,9 @@ One module per chapter (``rnnbook.checks.rnn_bptt``); :mod:`grading` holds what 
 """
 
 from rnnbook.checks import abs, arena, clockwork, han, lmu, lstm_gru, ntm, rnn_bptt, sba, zoneout
-from rnnbook.checks.grading import CheckFailed
+from rnnbook.checks.grading import CheckFailed, remember_torch_and_the_book
+
+remember_torch_and_the_book()  # what a checker finds replaced when it starts is refused
 
 __all__ = [
     "CheckFailed",

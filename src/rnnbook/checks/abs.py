@@ -25,8 +25,10 @@ import torch
 
 from rnnbook.checks.dtypes import expect_dtype
 from rnnbook.checks.grading import (
+    allclose,
     as_number,
     call,
+    equal,
     fail,
     gradient,
     name_of,
@@ -144,7 +146,7 @@ _SAVED_HINT = (
 
 
 def _same(got, want, atol=1e-6) -> bool:
-    return got.shape == want.shape and bool(torch.allclose(got, want.to(F64), atol=atol))
+    return got.shape == want.shape and bool(allclose(got, want.to(F64), atol=atol))
 
 
 # --- the fills: cases, shapes, classic mistakes, gradients -----------------------------------
@@ -308,7 +310,7 @@ def _check_fill_gradient(fn, name, where, h_hat, b, reference):
     want_hat, want_b = reference_grads()
     rtol, atol = (1e-9, 1e-10) if out.dtype == F64 else (1e-4, 1e-5)
     grad_hat, grad_b = grads
-    if grad_hat is None or not torch.allclose(grad_hat.to(F64), want_hat, rtol=rtol, atol=atol):
+    if grad_hat is None or not allclose(grad_hat.to(F64), want_hat, rtol=rtol, atol=atol):
         fail(
             f"{where}: the gradient that reaches h_hat is not right.",
             "a kept h_hat_t passes the gradient of its own position and of every skipped "
@@ -316,10 +318,10 @@ def _check_fill_gradient(fn, name, where, h_hat, b, reference):
         )
     if grad_b is None or not (grad_b != 0).any():
         fail(f"{where}: no gradient reaches b.", _NO_B_GRADIENT)
-    if torch.allclose(grad_b.to(F64), want_b, rtol=rtol, atol=atol):
+    if allclose(grad_b.to(F64), want_b, rtol=rtol, atol=atol):
         return
     for options in ({"grad_hat": False}, {"grad_prev": False}):
-        if torch.allclose(grad_b.to(F64), reference_grads(**options)[1], rtol=rtol, atol=atol):
+        if allclose(grad_b.to(F64), reference_grads(**options)[1], rtol=rtol, atol=atol):
             fail(
                 f"{where}: the gradient that reaches b comes from only one of the two terms "
                 "b_t h_hat_t and (1 - b_t) h_{t-1}.",
@@ -454,7 +456,7 @@ def predicted_update_rate(fn) -> str:
         where = f"{name} on {what}"
         given = mask.clone()
         got = as_number(call(fn, given, name=name), where)
-        if not torch.equal(given, mask):
+        if not equal(given, mask):
             fail(f"{where} changed the mask in place.", "count without changing the mask.")
         want = _predicted_rate(mask)
         if math.isclose(got, want, rel_tol=1e-6):
@@ -624,13 +626,13 @@ def _explain_ranked(name, cases, results):
     """Name the mistake behind wrong decisions: inverted decisions, PAD kept, then the number
     kept per row (over all cases at once), then which positions were kept."""
     wants = [_ranked_decisions(a, m, r) for a, m, r, _ in cases]
-    if all(torch.equal(got, 1 - want) or torch.equal(got, (1 - want) * m)
+    if all(equal(got, 1 - want) or equal(got, (1 - want) * m)
            for got, want, (_, m, _, _) in zip(results, wants, cases)):  # fmt: skip
         fail(
             f"{name}: the decisions are inverted, 1 on the positions that are skipped.",
             "1 (True) keeps a position (it updates), 0 (False) skips it.",
         )
-    if all(torch.equal(got, _order_as_rank(a, m, r)) for got, (a, m, r, _) in zip(results, cases)):
+    if all(equal(got, _order_as_rank(a, m, r)) for got, (a, m, r, _) in zip(results, cases)):
         fail(
             f"{name}: the sort's indices were used as ranks.",
             "argsort gives, for each rank, the position that has it; the rank of each position "
@@ -643,7 +645,7 @@ def _explain_ranked(name, cases, results):
         if not (kept & ~mask).any():
             continue
         from_T = _keep(torch.full_like(mask.sum(-1), mask.shape[-1]), rate)
-        if torch.equal(kept.sum(-1), from_T):
+        if equal(kept.sum(-1), from_T):
             fail(
                 f"{where}: PAD positions were kept, and k was computed from T, the padded length.",
                 "n is the number of real positions of the row, and PAD is never kept.",
@@ -657,9 +659,7 @@ def _explain_ranked(name, cases, results):
             )
         n = mask.sum(-1)
         prefix = _mask(n.tolist(), mask.shape[-1])
-        if not torch.equal(prefix, mask) and torch.equal(
-            got, _ranked(alpha, prefix, _keep(n, rate))
-        ):
+        if not equal(prefix, mask) and equal(got, _ranked(alpha, prefix, _keep(n, rate))):
             fail(
                 f"{where}: the first n positions of each row were ranked, but here the "
                 "padding comes first.",
@@ -674,14 +674,14 @@ def _explain_ranked(name, cases, results):
         )
     counts = [(got != 0).sum(-1) for got in results]
     wanted = [_keep(mask.sum(-1), rate) for _, mask, rate, _ in cases]
-    wrong = [i for i, (c, w) in enumerate(zip(counts, wanted)) if not torch.equal(c, w)]
+    wrong = [i for i, (c, w) in enumerate(zip(counts, wanted)) if not equal(c, w)]
     if wrong:
         i = wrong[0]
         row = int((counts[i] != wanted[i]).nonzero()[0])
         n = int(cases[i][1][row].sum())
         where = f"{_rank_where(name, cases[i])}: a row of {n} real positions kept {counts[i][row]}"
         for count, what, hint in _COUNT_MISTAKES:
-            if all(torch.equal(c, count(a, m, r)) for c, (a, m, r, _) in zip(counts, cases)):
+            if all(equal(c, count(a, m, r)) for c, (a, m, r, _) in zip(counts, cases)):
                 fail(f"{where}; {what}.", hint)
         fail(
             f"{where}, which is not the rule's k.",
@@ -737,7 +737,7 @@ def ranked_decisions(fn) -> str:
         if not unchanged(given, (alpha, mask)):
             fail(f"{where} changed an argument in place.", "build the decisions in a new tensor.")
         results.append(value)
-    if not all(torch.equal(got, _ranked_decisions(a, m, r)) for got, (a, m, r, _) in
+    if not all(equal(got, _ranked_decisions(a, m, r)) for got, (a, m, r, _) in
                zip(results, cases)):  # fmt: skip
         _explain_ranked(name, cases, results)
     return passed(

@@ -33,9 +33,12 @@ import torch
 
 from rnnbook.arena import tasks as _tasks
 from rnnbook.checks.grading import (
+    allclose,
     as_number,
     call,
+    equal,
     fail,
+    isclose,
     name_of,
     own_random_state,
     passed,
@@ -313,7 +316,7 @@ def recall_weights(fn) -> str:
     want = [_tasks.recall_weights(T, "A", K).to(F64) for T in _W_CASES]
 
     def same(a, b):
-        return bool(torch.allclose(a, b, rtol=1e-6, atol=1e-9))
+        return bool(allclose(a, b, rtol=1e-6, atol=1e-9))
 
     wrong = [i for i, (g, w) in enumerate(zip(got, want)) if not same(g, w)]
     if wrong:
@@ -478,7 +481,7 @@ def recalled_symbols(fn) -> str:
         where = f"{name} on {what}"
         given = [logits.clone(), y.clone()]
         value = call(fn, *given, name=name)
-        if not all(torch.equal(a, b) for a, b in zip(given, (logits, y))):
+        if not all(equal(a, b) for a, b in zip(given, (logits, y))):
             fail(f"{where} changed an argument in place.", "count without changing the inputs.")
         B = y.shape[0]
         if isinstance(value, torch.Tensor) and tuple(value.shape) == (B,):
@@ -674,9 +677,9 @@ def _check_targets(where, x, y, T, N):
     data = x[:, :K]
     want = torch.full_like(y, blank)
     want[:, T + K :] = data
-    if torch.equal(y, want):
+    if equal(y, want):
         return
-    if torch.equal(y, x):
+    if equal(y, x):
         fail(f"{where}: the target is a copy of the input.", "the target is what the network "
              "must answer at each step: the blank until the recall, then the data.")  # fmt: skip
     for shift in range(-(T + K), K):
@@ -686,7 +689,7 @@ def _check_targets(where, x, y, T, N):
         start = T + K + shift
         stop = min(start + K, L)
         shifted[:, start:stop] = data[:, : stop - start]
-        if torch.equal(y, shifted):
+        if equal(y, shifted):
             if start == 0:
                 what = "at the first K steps, where they are shown"
             else:
@@ -698,8 +701,8 @@ def _check_targets(where, x, y, T, N):
                 "the marker's own target is still the blank.",
             )
     head_right = bool((y[:, : T + K] == blank).all())
-    tail_right = torch.equal(y[:, T + K :], data)
-    if head_right and torch.equal(y[:, T + K :], data.flip(1)):
+    tail_right = equal(y[:, T + K :], data)
+    if head_right and equal(y[:, T + K :], data.flip(1)):
         fail(f"{where}: the data in the target are in reverse order.",
              "the data are recalled in the order they were shown.")  # fmt: skip
     if head_right and not tail_right and bool((y[:, T + K :] < N - 2).all()):
@@ -709,7 +712,7 @@ def _check_targets(where, x, y, T, N):
             "draw the K symbols of a sequence once, and put the same ones into x and y.",
         )
     if tail_right and not head_right:
-        if torch.equal(y[:, : T + K], x[:, : T + K]):
+        if equal(y[:, : T + K], x[:, : T + K]):
             what = "copies the input"
         elif bool((y[:, : T + K] == 0).all()):
             what = "holds 0, which is a data symbol here"
@@ -787,7 +790,7 @@ def copy_memory(fn) -> str:
         first = _sample(fn, name, B, T, N, seed)[0]
         torch.manual_seed(2)
         again = _sample(fn, name, B, T, N, seed)[0]
-    if not torch.equal(first, again):
+    if not equal(first, again):
         fail(
             f"{where}: two generators with the same seed gave different data: they were not "
             "drawn with the generator passed in (the global random state was used?).",
@@ -795,7 +798,7 @@ def copy_memory(fn) -> str:
             "gives the same batch every time.",
         )
     other = _sample(fn, name, B, T, N, seed + 100)[0]
-    if torch.equal(first, other):
+    if equal(first, other):
         fail(
             f"{where}: two generators with different seeds gave the same data: the data do not "
             "depend on the generator.",
@@ -804,7 +807,7 @@ def copy_memory(fn) -> str:
     g = torch.Generator().manual_seed(seed)
     one = call(fn, B, T, N, g, name=name)[0]
     two = call(fn, B, T, N, g, name=name)[0]
-    if torch.equal(one, two):
+    if equal(one, two):
         fail(
             f"{where}: two calls with the same generator gave the same batch: the data were "
             "drawn from the generator's seed, not from the generator itself.",
@@ -934,7 +937,7 @@ def _entry_forward(module, x, where: str, first: bool, seed: int = 0):
             out = module(x)
         except Exception as error:  # noqa: BLE001 - it worked on the memory task
             fail(f"{where} raised {type(error).__name__}: {error}", _FIXED_SIZE)
-    if not torch.equal(x, original):
+    if not equal(x, original):
         fail(f"{where} changed its input x in place.", "the arena reuses a batch (for the "
              "metrics and the next model): work on a copy, or with operations that return new "
              "tensors.")  # fmt: skip
@@ -1031,7 +1034,7 @@ def _entry_causal(module, x, out, gen, where: str, first: bool) -> None:
         fail(f"{where}: new inputs from step {t0} on changed the outputs' shape.",
              f"the model maps {_ENTRY_HOW}, whatever the inputs' values.")  # fmt: skip
     before = out.detach()[:, :t0]
-    moved = ~torch.isclose(again[:, :t0], before, rtol=1e-5, atol=1e-6)
+    moved = ~isclose(again[:, :t0], before, rtol=1e-5, atol=1e-6)
     if bool(moved.any()):
         step = int(moved.nonzero()[0, 1])
         fail(f"{where}: the output at step {step} changed when only the inputs from step {t0} "
@@ -1045,7 +1048,7 @@ def _entry_causal(module, x, out, gen, where: str, first: bool) -> None:
     if not isinstance(again, torch.Tensor) or again.shape != out.shape:
         fail(f"{where}: a new first sequence changed the outputs' shape.",
              f"the model maps {_ENTRY_HOW}, whatever the inputs' values.")  # fmt: skip
-    if not torch.allclose(again[1:], out.detach()[1:], rtol=1e-5, atol=1e-6):
+    if not allclose(again[1:], out.detach()[1:], rtol=1e-5, atol=1e-6):
         fail(f"{where}: changing the first sequence of the batch changed the outputs of the "
              "others.", "each sequence must be answered on its own: look for mixed-up axes "
              "(torch's nn.RNN, nn.LSTM and nn.GRU take time first unless batch_first=True) or "

@@ -15,16 +15,24 @@ import random
 import numpy as np
 import torch
 import torch.utils._python_dispatch
+from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
+from rnnbook.checks.dtypes import expect_dtype, reject_float32_inside
 from rnnbook.checks.grading import (
+    allclose,
     call,
+    equal,
     expect_tensor,
     fail,
     gradient,
     own_random_state,
     passed,
+    runs_beside_the_answer,
 )
 from rnnbook.skip import asymptotic_update_rate, connectivity_mask, window_update_rate
+
+# the package's functions that answer this chapter's exercises: an answer may not call them
+BOOK_REFERENCES = (window_update_rate, asymptotic_update_rate, connectivity_mask)
 
 
 def _number(value, what: str) -> float:
@@ -132,6 +140,7 @@ _PRODUCTS = {
 _REDUCTIONS = {"sum", "mean", "prod", "nansum", "amax", "amin", "logsumexp", "linalg_vector_norm"}
 
 
+@runs_beside_the_answer
 def _product_flops(name: str, args) -> int:
     a, b = (args[i] for i in _PRODUCTS[name])
     if name in ("dot", "vdot"):
@@ -179,6 +188,112 @@ def _reference(h, x_proj, W, ticking):
     return torch.where(ticking, torch.tanh(x_proj + h @ W.T), h)
 
 
+# operations that only move numbers (no arithmetic): they may carry W's idle rows along
+_MOVES = {
+    "clone", "_to_copy", "copy", "contiguous", "detach", "alias", "lift_fresh",
+    "lift_fresh_copy", "_unsafe_view", "index", "index_select", "gather", "take",
+    "masked_select", "cat", "stack", "repeat", "tile", "flip", "roll", "narrow_copy",
+    "slice_copy", "select_copy", "t_copy", "transpose_copy", "permute_copy", "expand_copy",
+    "view_copy", "unsqueeze_copy", "squeeze_copy", "unbind_copy", "split_copy",
+    "split_with_sizes_copy", "diagonal_copy", "unfold_copy", "_reshape_copy",
+}  # fmt: skip
+
+
+class _RowWatch(torch.Tensor):
+    """W as the answer sees it in one more run of each case: a tensor that holds W's values
+    and beside them a probe, W with the idle modules' rows set to NaN. Every operation on it
+    runs on both. One that only moves numbers (a view, a copy, indexing, torch.cat) passes
+    the probe on, so W[rows] of ticking modules is a plain tensor again; any other (a product,
+    a sum, a comparison, torch.where, .item(), a write) on a tensor whose probe holds NaN is
+    noted: it read a row of an idle module. The note is made by the tensor itself, so it is
+    made in any thread and under any torch mode, whatever operation reads the row."""
+
+    @staticmethod
+    def __new__(cls, values: torch.Tensor, probe: torch.Tensor, reads: list):
+        out = torch.Tensor._make_wrapper_subclass(
+            cls, values.shape, strides=values.stride(), dtype=values.dtype, device=values.device
+        )
+        out.inner, out.probe, out.reads = values, probe, reads
+        return out
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    def __repr__(self):
+        return repr(self.inner)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        reads = next(a.reads for a in tree_flatten((args, kwargs))[0] if isinstance(a, cls))
+        real_args, real_kwargs = tree_map(
+            lambda a: a.inner if isinstance(a, cls) else a, (args, kwargs)
+        )
+        name = func._schema.name.split("::")[-1]
+        if name.startswith("new_") or name.endswith("_like"):  # reads the shape, not W
+            return func(*real_args, **real_kwargs)
+        if func._schema.is_mutable or not (func.is_view or name in _MOVES):
+            reads.append(name)
+            out = func(*real_args, **real_kwargs)
+            return args[0] if func._schema.is_mutable and args and out is real_args[0] else out
+        probe_args, probe_kwargs = tree_map(
+            lambda a: a.probe if isinstance(a, cls) else a, (args, kwargs)
+        )
+        out = func(*real_args, **real_kwargs)
+        values, spec = tree_flatten(out)
+        probes = tree_flatten(func(*probe_args, **probe_kwargs))[0]
+        return tree_unflatten([cls.carry(v, p, reads) for v, p in zip(values, probes)], spec)
+
+    @classmethod
+    def carry(cls, value, probe, reads):
+        """A moved tensor stays watched while it holds an idle row (NaN in its probe)."""
+        if (
+            isinstance(value, torch.Tensor)
+            and probe.is_floating_point()
+            and bool(torch.isnan(probe).any())
+        ):
+            return cls(value, probe, reads)
+        return value
+
+
+_IDLE_COMPUTED = (
+    "multiply only the ticking modules' rows of W; computing everything and keeping the "
+    "idle units afterwards (by a mask, torch.where, indexing, or a broadcast product summed "
+    "by hand) is masking, not skipping."
+)
+
+
+def _check_idle_rows_unread(fn, h, x_proj, W, periods, t, ticking, want, where) -> None:
+    """Run the step once more with W a :class:`_RowWatch` whose idle rows are watched: a step
+    that reads them (to compute the idle modules by any route: a loop of rank-1 updates, a
+    convolution, a sparse product, torch.where over W, another thread) is masking."""
+    if ticking.all():
+        return  # no module is idle at this step
+    reads: list[str] = []
+    probe = W.clone()
+    probe[~ticking] = float("nan")
+    watched = _RowWatch(W.clone(), probe, reads)
+    out = call(
+        fn, h.clone(), x_proj.clone(), watched, periods, t, name="sliced_step",
+        crash_hint="the checker runs the step once more with W a tensor that notes which "
+        "rows of W are read; work on W with torch operations only (indexing, slicing, "
+        "matrix products), without .numpy(), .tolist() or its storage.",
+    )  # fmt: skip
+    if reads:
+        fail(
+            f"{where} the step read the rows of W that belong to idle modules (in "
+            f"aten.{reads[0]}): the idle modules were computed too.",
+            _IDLE_COMPUTED,
+        )
+    out = expect_tensor(out, tuple(want.shape), f"sliced_step(..., t={t})")
+    if not allclose(out.detach(), want, rtol=0, atol=1e-12):
+        fail(
+            f"{where} the step gave other numbers when W was a tensor that notes which of its "
+            "rows are read.",
+            "compute the new state from h, x_proj and W with torch operations alone, the same "
+            "way whatever kind of tensor W is.",
+        )
+
+
 @own_random_state
 def sliced_step(fn) -> str:
     """Exercise: ``fn(h, x_proj, W, periods, t) -> h_new``, computing only ticking modules.
@@ -189,6 +304,8 @@ def sliced_step(fn) -> str:
     second; an answer must be right for both, keep idle units bit for bit, pass the gradient
     through them, and multiply no idle module's row of ``W``."""
     tests, pending = [], []
+    with _ArithmeticCounter(state_size=1):  # torch's first dispatch mode imports a lot: here,
+        torch.zeros(1) + 1  # not inside the answer's first call, where it is watched
     g = torch.Generator().manual_seed(5)
     B, k = 3, 3
     cases = [((1, 2, 4, 8), "uni", (0, 1, 2, 4, 6, 8, 12)), ((1, 2, 3, 5), "bi", (3, 5, 6, 10, 15))]
@@ -210,17 +327,16 @@ def sliced_step(fn) -> str:
             got, flops = _counted_call(fn, *given, periods, t)
             where = f"at t = {t} with periods {periods}"
             got = expect_tensor(got, (B, H), f"sliced_step(..., t={t})")
-            if not torch.equal(given[0], h):
+            if not equal(given[0], h):
                 fail(
                     f"{where} the state h passed in was changed in place.",
                     "build the new state in a new tensor (e.g. h.clone()); the old one is still "
                     "needed, by the backward pass and by the caller.",
                 )
-            if got.dtype != h.dtype:
-                fail(f"{where} the result is {got.dtype}, the state {h.dtype}.", "keep h's dtype.")
+            got = expect_dtype(got, h.dtype, f"{where} the new state")
             value = got.detach()
-            if torch.allclose(value, want, rtol=1e-12, atol=1e-12):
-                if not torch.equal(value[:, ~ticking], h[:, ~ticking]):
+            if allclose(value, want, rtol=1e-12, atol=1e-12):
+                if not equal(value[:, ~ticking], h[:, ~ticking]):
                     fail(f"{where} an idle module's state changed.", "copy the old units exactly.")
                 allowed = 2 * B * H * int(ticking.sum())  # the ticking rows against every column
                 if flops > 1.01 * allowed:
@@ -228,22 +344,21 @@ def sliced_step(fn) -> str:
                         f"{where} the step did {flops // 2} multiply-adds' worth of work; the "
                         f"ticking modules need at most {allowed // 2}: the idle modules were "
                         "computed too.",
-                        "multiply only the ticking modules' rows of W; computing everything and "
-                        "keeping the idle units afterwards (by a mask, torch.where, indexing, or "
-                        "a broadcast product summed by hand) is masking, not skipping.",
+                        _IDLE_COMPUTED,
                     )
+                _check_idle_rows_unread(fn, h, x_proj, W, periods, t, ticking, want, where)
                 pending.append((got, leaves, (h, x_proj, W), ticking, mask, where))
                 continue
-            if torch.allclose(value, full, atol=1e-12):
+            reject_float32_inside(value, want, f"{where} the new state")
+
+            def same(a, b):  # a named mistake matches to rounding, not to float32's precision
+                return allclose(a, b, rtol=0, atol=1e-10)
+
+            if same(value, full):
                 fail(f"{where} every module was updated.", "a module ticks only when t % T == 0.")
-            if (
-                torch.allclose(value[:, ticking], want[:, ticking], atol=1e-12)
-                and (value[:, ~ticking] == 0).all()
-            ):
+            if same(value[:, ticking], want[:, ticking]) and (value[:, ~ticking] == 0).all():
                 fail(f"{where} the idle modules were set to zero.", "an idle module keeps its h.")
-            if connectivity == "bi" and torch.allclose(
-                value, _reference(h, x_proj, one_way, ticking), atol=1e-12
-            ):
+            if connectivity == "bi" and same(value, _reference(h, x_proj, one_way, ticking)):
                 fail(
                     f"{where} each module read only its own and the slower modules' columns of "
                     "W; here W is dense (bidirectional connectivity), and a module reads every "
@@ -252,9 +367,7 @@ def sliced_step(fn) -> str:
                 )
             n_ticking = int(ticking.sum()) // k
             prefix = module < n_ticking
-            if not torch.equal(prefix, ticking) and torch.allclose(
-                value, torch.where(prefix, full, h), atol=1e-12
-            ):
+            if not equal(prefix, ticking) and same(value, torch.where(prefix, full, h)):
                 fail(
                     f"{where} the first {n_ticking} modules were updated, not the ones that tick.",
                     "the ticking modules form a prefix only when every period divides the next; "
@@ -264,17 +377,13 @@ def sliced_step(fn) -> str:
                 torch.tensor([(t + shift) % T == 0 for T in periods])[module] for shift in (1, -1)
             )
             for other, name in ((earlier, "t - 1"), (later, "t + 1")):
-                if torch.equal(later, earlier):
+                if equal(later, earlier):
                     name = "t - 1 or t + 1"  # at t = 0 they cannot be told apart
-                if not torch.equal(other, ticking) and torch.allclose(
-                    value, torch.where(other, full, h), atol=1e-12
-                ):
+                if not equal(other, ticking) and same(value, torch.where(other, full, h)):
                     fail(
                         f"{where} the modules of step {name} ticked.", "step t ticks if t % T == 0."
                     )
-            if torch.allclose(
-                value, torch.where(ticking, torch.tanh(x_proj + h @ W), h), atol=1e-12
-            ):
+            if same(value, torch.where(ticking, torch.tanh(x_proj + h @ W), h)):
                 fail(f"{where} W was used transposed.", "torch's layout: h_new = h @ W.T.")
             fail(
                 f"{where} the new state is not right.",
@@ -285,7 +394,10 @@ def sliced_step(fn) -> str:
     for case in pending:  # the values and the work are right everywhere: now the gradients
         _check_gradient(*case)
     tests.append("twelve clock times, a one-way and a dense W, periods that are not powers of 2")
-    tests.append("no idle module computed (counted multiply-adds), the given h left unchanged")
+    tests.append(
+        "no idle module computed (counted multiply-adds, and no idle row of W read by any "
+        "operation), the given h left unchanged"
+    )
     tests.append("the gradient reaches h, the input and W, through the idle units too")
     return passed("sliced_step", tests)
 
@@ -315,9 +427,9 @@ def _check_gradient(got, leaves, originals, ticking, mask, where) -> None:
         grad = torch.zeros_like(want) if grad is None else grad
         if keep is not None:
             grad, want = grad[keep], want[keep]
-        if torch.allclose(grad, want, rtol=1e-10, atol=1e-12):
+        if allclose(grad, want, rtol=1e-10, atol=1e-12):
             continue
-        if name == "h" and not torch.allclose(grad[:, ~ticking], want[:, ~ticking], atol=1e-12):
+        if name == "h" and not allclose(grad[:, ~ticking], want[:, ~ticking], atol=1e-12):
             fail(
                 f"{where} the gradient does not pass through the idle units to h: the copy of an "
                 "idle module was cut from the graph.",

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from rnnbook.checks.grading import fail
+from rnnbook.checks.grading import allclose, fail
 
 _LOST = (
     "every checker calls your function with {want} tensors and expects {want} back. A tensor "
@@ -71,7 +71,7 @@ def reject_float32_inside(got: torch.Tensor, want: torch.Tensor, where: str) -> 
     float64): fail with a hint that says so. Does nothing otherwise."""
     if got.dtype != torch.float64 or want.dtype != torch.float64:
         return
-    if torch.allclose(got, want, rtol=1e-5, atol=1e-6) and not torch.allclose(
+    if allclose(got, want, rtol=1e-5, atol=1e-6) and not allclose(
         got, want, rtol=1e-12, atol=1e-12
     ):
         fail(

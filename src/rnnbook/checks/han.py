@@ -18,11 +18,14 @@ import torch
 from rnnbook import skip as _skip
 from rnnbook.checks.dtypes import expect_dtype
 from rnnbook.checks.grading import (
+    allclose,
     call,
     close,
+    equal,
     expect_tensor,
     fail,
     gradient,
+    isclose,
     name_of,
     own_random_state,
     passed,
@@ -177,7 +180,7 @@ def _explain_pointer(where, got, alpha, doc, cands, want, high_ids=False):
     """Name the mistake behind wrong pointer sums."""
 
     def same(a, b):
-        return torch.allclose(a, b, atol=1e-6)
+        return allclose(a, b, atol=1e-6)
 
     if high_ids:  # right on every earlier batch, whose ids never exceed the candidates'
         fail(
@@ -251,7 +254,7 @@ def _check_pointer_gradient(where, out, alpha, doc, cands):
     weights = torch.linspace(0.5, 1.5, out.numel(), dtype=out.dtype).view_as(out)
     (grad,) = gradient((out * weights).sum(), (alpha,), where, hint)
     want = (_occurrences(doc, cands).to(F64) * weights.to(F64).unsqueeze(1)).sum(-1)
-    if grad is None or not torch.allclose(grad.to(F64).flatten(1), want, atol=1e-6):
+    if grad is None or not allclose(grad.to(F64).flatten(1), want, atol=1e-6):
         fail(f"{where}: the gradient that reaches alpha_doc is not right.", hint)
 
 
@@ -333,7 +336,7 @@ def _explain_softmax(where, got, scores, mask, want, large):
     """Name the mistake behind a wrong masked softmax."""
 
     def same(a, b):
-        return torch.allclose(a, b.to(F64), atol=1e-6)
+        return allclose(a, b.to(F64), atol=1e-6)
 
     if large:  # the same answer was right on scores of order 1
         if torch.isnan(got).any():
@@ -385,7 +388,7 @@ def _explain_softmax(where, got, scores, mask, want, large):
                 "normalise over the last dimension (the words of a sentence, dim=-1).",
             )
     real_rows = mask.any(-1)
-    if not torch.allclose(got.sum(-1)[real_rows], torch.ones_like(got.sum(-1)[real_rows])):
+    if not allclose(got.sum(-1)[real_rows], torch.ones_like(got.sum(-1)[real_rows])):
         fail(
             f"{where}: a row with real positions does not sum to 1.",
             "the weights of a row's real positions form a distribution.",
@@ -657,7 +660,7 @@ def _check_sens_values(where, got, h_hat, h_prev, s, s_prev, theta, b, patterns)
     got = got.to(h_hat.dtype)
 
     def is_(x):  # unit by unit: a copy of x, within a few ulp
-        return torch.isclose(got, x, rtol=8 * eps, atol=8 * eps)
+        return isclose(got, x, rtol=8 * eps, atol=8 * eps)
 
     new, old = is_(h_hat), is_(h_prev)
     if not (new | old).all():
@@ -673,7 +676,7 @@ def _check_sens_values(where, got, h_hat, h_prev, s, s_prev, theta, b, patterns)
             "SENS decides for the whole layer: the modules' votes make one decision per row, "
             "and all H units follow it (not each module its own vote).",
         )
-    if torch.equal(decided, b):
+    if equal(decided, b):
         return
     if patterns is None:  # theta = +-1e9 in float32
         if theta < 0:
@@ -707,7 +710,7 @@ def _check_sens_values(where, got, h_hat, h_prev, s, s_prev, theta, b, patterns)
          "the layer follows the majority: p, the share of the M votes, must reach 0.5."),
     )  # fmt: skip
     for want, what, hint in variants:
-        if torch.equal(decided, want):
+        if equal(decided, want):
             fail(f"{where}: {what}.", hint)
     fail(
         f"{where}: the layer's decisions are not right.",
@@ -741,7 +744,7 @@ def _check_sens_gradient(where, out, tracked, b, M):
     small = h_hat.dtype == torch.float32 or out.dtype == torch.float32
     rtol, atol = (1e-4, 1e-5) if small else (1e-9, 1e-12)
     for grad, want, what in zip(grads[:2], expected[:2], ("h_hat", "h_prev")):
-        if grad is None or not torch.allclose(grad.to(F64), want, rtol=rtol, atol=atol):
+        if grad is None or not allclose(grad.to(F64), want, rtol=rtol, atol=atol):
             fail(
                 f"{where}: the gradient that reaches {what} is not right.",
                 "a row that updates passes its gradient to h_hat, a row that keeps to h_prev: "
@@ -757,9 +760,9 @@ def _check_sens_gradient(where, out, tracked, b, M):
                 )
             fail(f"{where}: no gradient reaches {what}.", _STE_HINT)
         grad = grad.to(F64)
-        if torch.allclose(grad, want, rtol=rtol, atol=atol):
+        if allclose(grad, want, rtol=rtol, atol=atol):
             continue
-        if torch.allclose(grad, -want, rtol=rtol, atol=atol):
+        if allclose(grad, -want, rtol=rtol, atol=atol):
             fail(
                 f"{where}: the gradient that reaches {what} has the wrong sign.",
                 "d = s - s_prev - theta rises with s and falls with s_prev.",
@@ -768,7 +771,7 @@ def _check_sens_gradient(where, out, tracked, b, M):
         through_hat = sign * (w * h_hat.detach().to(F64)).sum(-1, keepdim=True) / M
         through_prev = -sign * (w * h_prev.detach().to(F64)).sum(-1, keepdim=True) / M
         for alone in (through_hat, through_prev):
-            if torch.allclose(grad, alone.expand(-1, M), rtol=rtol, atol=atol):
+            if allclose(grad, alone.expand(-1, M), rtol=rtol, atol=atol):
                 fail(
                     f"{where}: the gradient that reaches {what} comes from only one of the two "
                     "terms b h_hat and (1 - b) h_prev.",
@@ -776,7 +779,7 @@ def _check_sens_gradient(where, out, tracked, b, M):
                     "1 - b was detached there (or computed apart without the straight-through "
                     "part). Both terms must use the same b, with its gradient.",
                 )
-        if torch.allclose(grad, M * want, rtol=rtol, atol=atol):
+        if allclose(grad, M * want, rtol=rtol, atol=atol):
             fail(
                 f"{where}: the gradient that reaches {what} is M times too large.",
                 "p is the mean of the M votes (sens-vote), not their count.",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from rnnbook.checks.dtypes import expect_dtype
-from rnnbook.checks.grading import call, close, expect_tensor, fail, own_random_state, passed
+from rnnbook.checks.grading import call, close, equal, expect_tensor, fail, own_random_state, passed
 from rnnbook.models.gru import GRUCell
 from rnnbook.models.lstm import LSTMCell
 
@@ -185,7 +185,7 @@ def cho_to_seed(fn) -> str:
     seed = call(fn, cho, name="cho_to_seed")
     if not isinstance(seed, GRUCell) or seed.variant != "seed":
         fail("return a GRUCell with variant='seed'.", 'build it with GRUCell(3, 4, "seed").')
-    if any(not torch.equal(before[k], v) for k, v in cho.state_dict().items()):
+    if any(not equal(before[k], v) for k, v in cho.state_dict().items()):
         fail("the given cell was modified.", "copy its weights (state_dict) into a new cell.")
     x = _random(g, 6, 5, 3)
 

@@ -12,11 +12,14 @@ import torch
 
 from rnnbook.checks.dtypes import expect_dtype, reject_float32_inside
 from rnnbook.checks.grading import (
+    allclose,
     call,
+    equal,
     expect_pair,
     expect_tensor,
     fail,
     gradient,
+    isclose,
     own_random_state,
     passed,
     tolerance,
@@ -25,6 +28,9 @@ from rnnbook.models import sba as _sba
 from rnnbook.skip import expand_modules
 
 F64 = torch.float64
+
+# the package's functions that answer this chapter's exercises: an answer may not call them
+BOOK_REFERENCES = (_sba.module_surprisal, _sba.sba_decision)
 
 
 # --- the references: the package's equations, and S_ic's cell written out ----------------
@@ -92,48 +98,48 @@ def module_surprisal(fn) -> str:
             if shape in wrong_shapes and not (shape == (B, H) and M == H):
                 fail(f"{where} returned shape {shape}, not ({B}, {M}).", wrong_shapes[shape])
         got = expect_dtype(expect_tensor(got, (B, M), where), v.dtype, where)
-        if torch.allclose(got.detach(), want, rtol=1e-8, atol=1e-10):
+        if allclose(got.detach(), want, rtol=1e-8, atol=1e-10):
             _check_surprisal_gradient(fn, name, where, v, M, pooling)
             continue
         got = got.detach()
         reject_float32_inside(got, want, where)
         batch = v.view(B, M, H // M)
         p = batch.amax(-1) if pooling == "max" else batch.mean(-1)
-        if torch.allclose(got, -want, rtol=1e-6, atol=1e-9):
+        if allclose(got, -want, rtol=1e-6, atol=1e-9):
             fail(f"{where}: the values are <= 0.", "surprisal is minus the log of a probability.")
         ratio = got / want
-        if M > 1 and (want.abs() > 1e-3).all() and torch.allclose(ratio, ratio.flatten()[:1]):
+        if M > 1 and (want.abs() > 1e-3).all() and allclose(ratio, ratio.flatten()[:1]):
             fail(
                 f"{where} is the right answer times {float(ratio.flatten()[0]):.4g}.",
                 "a logarithm of another base: the book uses the natural logarithm (torch.log).",
             )
-        if torch.allclose(got, torch.softmax(p, dim=-1), rtol=1e-6, atol=1e-9):
+        if allclose(got, torch.softmax(p, dim=-1), rtol=1e-6, atol=1e-9):
             fail(f"{where} returned the shares.", "the surprisal is minus the log of each share.")
         other = "mean" if pooling == "max" else "max"
-        if M != H and torch.allclose(got, _surprisal(v, M, other), rtol=1e-6, atol=1e-9):
+        if M != H and allclose(got, _surprisal(v, M, other), rtol=1e-6, atol=1e-9):
             fail(
                 f"{where} pooled with the {other}.", f"pooling={pooling!r} asks for the {pooling}."
             )
-        if M != H and torch.allclose(got, -torch.log_softmax(batch.sum(-1), -1), atol=1e-9):
+        if M != H and allclose(got, -torch.log_softmax(batch.sum(-1), -1), atol=1e-9):
             fail(f"{where} pooled with the sum.", f"pooling={pooling!r} asks for the {pooling}.")
         interleaved = v.view(B, H // M, M).transpose(1, 2).contiguous().view(B, H)
-        if M not in (1, H) and torch.allclose(
+        if M not in (1, H) and allclose(
             got, _surprisal(interleaved, M, pooling), rtol=1e-6, atol=1e-9
         ):
             fail(
                 f"{where}: the modules take every M-th unit.",
                 "a module is a block of neighbouring units: 0..K-1, K..2K-1, ... (K = H/M).",
             )
-        if B > 1 and torch.allclose(got, -torch.log_softmax(p, dim=0), rtol=1e-6, atol=1e-9):
+        if B > 1 and allclose(got, -torch.log_softmax(p, dim=0), rtol=1e-6, atol=1e-9):
             fail(f"{where}: the softmax runs over the batch.", "normalise over the M modules.")
         units = -torch.log_softmax(v, -1).view(B, M, H // M)
-        if M != H and torch.allclose(got, units.amax(-1) if pooling == "max" else units.mean(-1)):
+        if M != H and allclose(got, units.amax(-1) if pooling == "max" else units.mean(-1)):
             fail(
                 f"{where}: the softmax ran over the units and was pooled afterwards.",
                 "pool each module first (sba-pool), then take the softmax over the M modules.",
             )
         if (
-            torch.allclose(got, -torch.log(p.abs() + 1e-300), rtol=1e-6, atol=1e-9)
+            allclose(got, -torch.log(p.abs() + 1e-300), rtol=1e-6, atol=1e-9)
             or torch.isnan(got).any()
         ):
             fail(
@@ -165,7 +171,7 @@ def _check_surprisal_gradient(fn, name, where, v, M, pooling):
     (grad,) = gradient((weights * got).sum(), tracked, where, hint)
     reference = v.clone().requires_grad_()
     (want,) = torch.autograd.grad((weights * _surprisal(reference, M, pooling)).sum(), reference)
-    if grad is None or not torch.allclose(grad, want, rtol=1e-9, atol=1e-12):
+    if grad is None or not allclose(grad, want, rtol=1e-9, atol=1e-12):
         fail(f"{where}: the gradient that reaches v is not right.", hint)
 
 
@@ -196,8 +202,8 @@ def _inferred_decisions(got, v_hat, v_prev, K):
     -1 otherwise (B, M)."""
     B, H = got.shape
     shape = (B, H // K, K)
-    took_new = torch.isclose(got, v_hat, rtol=0, atol=1e-12).view(shape).all(-1)
-    kept_old = torch.isclose(got, v_prev, rtol=0, atol=1e-12).view(shape).all(-1)
+    took_new = isclose(got, v_hat, rtol=0, atol=1e-12).view(shape).all(-1)
+    kept_old = isclose(got, v_prev, rtol=0, atol=1e-12).view(shape).all(-1)
     return torch.where(took_new, 1, torch.where(kept_old, 0, -1))
 
 
@@ -221,10 +227,10 @@ def sba_select(fn) -> str:
                 "give each of a module's K units its module's decision, then select per unit.",
             )
         got = expect_dtype(expect_tensor(got, (B, M * K), where), v_hat.dtype, where)
-        if not all(torch.equal(a, b_) for a, b_ in zip(given, (v_hat, v_prev, s, s_prev))):
+        if not all(equal(a, b_) for a, b_ in zip(given, (v_hat, v_prev, s, s_prev))):
             fail(f"{where} changed an argument in place.", "build the new value in a new tensor.")
         value = got.detach()
-        if not torch.allclose(value, want, rtol=0, atol=tolerance(got)):
+        if not allclose(value, want, rtol=0, atol=tolerance(got)):
             reject_float32_inside(value, want, where)
             _explain_selection(where, value, v_hat, v_prev, b, kinds, K, theta)
         tracked = [t.clone().requires_grad_() for t in (v_hat, v_prev, s, s_prev)]
@@ -240,7 +246,7 @@ def _explain_selection(where, value, v_hat, v_prev, b, kinds, K, theta):
     """Name the mistake behind a wrong selection, from the decision each module seems to
     have taken."""
     tiled = b.repeat(1, K)
-    if torch.allclose(value, tiled * v_hat + (1 - tiled) * v_prev, atol=1e-12):
+    if allclose(value, tiled * v_hat + (1 - tiled) * v_prev, atol=1e-12):
         fail(
             f"{where}: the decisions were spread over the units in the wrong order.",
             "module m owns units m*K .. (m+1)*K - 1: repeat each decision K times in place.",
@@ -304,7 +310,7 @@ def _check_selection_gradient(where, got, given, b, K):
     units = b.repeat_interleave(K, dim=1)
     expected = (units * weights.to(F64), (1 - units) * weights.to(F64))
     for grad, want, what in zip(grads[:2], expected, ("v_hat", "v_prev"), strict=True):
-        if grad is None or not torch.allclose(grad.to(F64), want, atol=1e-6):
+        if grad is None or not allclose(grad.to(F64), want, atol=1e-6):
             fail(
                 f"{where}: the gradient that reaches {what} is not right.",
                 "an updated unit passes its gradient to v_hat, a kept one to v_prev, unchanged; "
@@ -343,12 +349,12 @@ def s_ic_cell(fn) -> str:
         out = call(fn, *given, name=name)
         where = f"{name} on a batch of {batch}, {H} units"
         h, c = expect_pair(out, "hc", (batch, H), where)
-        if not all(torch.equal(a, b) for a, b in zip(given, originals)):
+        if not all(equal(a, b) for a, b in zip(given, originals)):
             fail(f"{where} changed an argument in place.", "build h and c as new tensors.")
         h, c = (expect_dtype(t, F64, f"{where}: {n}") for t, n in ((h, "h"), (c, "c")))
         h, c = h.detach(), c.detach()
         atol = tolerance(c)
-        if torch.allclose(c, want_c, rtol=1e-10, atol=atol) and torch.allclose(
+        if allclose(c, want_c, rtol=1e-10, atol=atol) and allclose(
             h, want_h, rtol=1e-10, atol=atol
         ):
             _check_s_ic_gradient(fn, name, where, gen, originals)
@@ -366,7 +372,7 @@ def _explain_s_ic(where, h, c, i, f, g, o, c_prev, B_units, want_h, want_c):
     hat_c = f * c_prev + i * g
 
     def same(a, b):
-        return torch.allclose(a, b, atol=1e-6)
+        return allclose(a, b, atol=1e-6)
 
     if same(h, want_c) and same(c, want_h):
         fail(
@@ -442,12 +448,12 @@ def _check_s_ic_gradient(fn, name, where, gen, originals):
         for x, grad, right in zip(names, got, want):
             grad = torch.zeros_like(c_prev) if grad is None else grad
             right = torch.zeros_like(c_prev) if right is None else right
-            if torch.allclose(grad, right, rtol=1e-9, atol=1e-12):
+            if allclose(grad, right, rtol=1e-9, atol=1e-12):
                 continue
             if (
                 x == "i"
                 and (grad[kept] != 0).any()
-                and torch.allclose(grad[~kept], right[~kept], rtol=1e-9, atol=1e-12)
+                and allclose(grad[~kept], right[~kept], rtol=1e-9, atol=1e-12)
             ):
                 fail(
                     f"{where}: the input gate's gradient reaches the kept modules.",
