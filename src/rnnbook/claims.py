@@ -17,10 +17,9 @@ value against its threshold and the margin) and carries a machine-readable copy 
 in the output's metadata (``rnnbook/claim``), from which the book's build makes the Claims
 page and ``claims.json``, and ``scripts/verify_full.py`` the full profile's record.
 
-Each claim has a **kind**: ``"measured"`` (computed by this run, from a model it trained or
-a committed checkpoint it evaluates), ``"recorded"`` (a number a committed run wrote down: a
-curve, a benchmark, a record; it checks that the text agrees with the record, not that the
-result reproduces) or ``"source"`` (a transcription of a seed's table checked
+Each claim has a **kind**: ``"measured"`` (computed by this run), ``"recorded"`` (read from
+a committed run, checkpoint or benchmark: it checks that the text agrees with the record,
+not that the result reproduces) or ``"source"`` (a transcription of a seed's table checked
 against the text). Its **margin** says how far it is from failing, relative to the size of
 the numbers compared (:func:`margin`); claims of equality have none.
 
