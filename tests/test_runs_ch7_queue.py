@@ -126,9 +126,11 @@ def test_a_committed_curve_is_its_runs_from_the_same_untrained_model(name):
             assert 0 <= row["ri"] < 1 and 0 < row["train_u"] <= 1 and row["train_ce"] > 0
         if kwargs["model"] == "sba-fc":
             return  # Chapter 6 has no long run of S_fc to compare with
-        chapter = longrun.read_curve(COMMITTED / f"ptb-slice-{kwargs['model']}.curve.csv")[0]
+        seed = f"-seed{kwargs['seed']}" if kwargs.get("seed") else ""  # the same seed's run
+        chapter = longrun.read_curve(COMMITTED / f"ptb-slice-{kwargs['model']}{seed}.curve.csv")[0]
         for key in ("valid_ppl", "valid_ppl_plain", "valid_u"):
-            assert abs(first[key] - chapter[key]) <= 1e-5 * abs(chapter[key]), key
+            # the curves keep six significant digits: one unit of the last may differ
+            assert abs(first[key] - chapter[key]) <= 1.1e-5 * abs(chapter[key]), key
     else:
         lstm = longrun.read_curve(COMMITTED / "ptb-slice-lstm.curve.csv")[0]["valid_ppl"]
         assert abs(first["valid_ppl_plain"] - lstm) <= 1e-5 * lstm  # ZO+R: the plain LSTM
