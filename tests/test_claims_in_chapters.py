@@ -112,3 +112,18 @@ def test_every_chapter_states_its_results_as_claims():
     counts = {path.stem: len(claim_calls(path)) for path in CHAPTERS}
     assert all(n >= 10 for n in counts.values()), counts
     assert sum(counts.values()) >= 200, counts
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_claim_in_a_figure_cell(path):
+    """myst-nb makes every display output of a cell with figure metadata a figure with the
+    cell's name, a claim's line included (a duplicate target, an error of the build)."""
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    found = [
+        index
+        for index, cell in enumerate(notebook["cells"])
+        if cell["cell_type"] == "code"
+        and "figure" in cell.get("metadata", {}).get("mystnb", {})
+        and "claims.claim(" in "".join(cell["source"])
+    ]
+    assert not found, f"{path.name}: cells with figure metadata that state claims: {found}"

@@ -21,8 +21,8 @@ natural size, would find the thin grey lines too faint.
 
 The package has one module per diagram (``rnn``, ``lstm``, ``gru``, ``ntm``, ``lmu``,
 ``clockwork``, ``sba``, ``zoneout``, ``han``, ``abs``, named after the models they draw) and
-one shared drawing layer, :mod:`rnnbook.diagrams.canvas`: the theme's colours, labels with
-subscripts, and the :class:`~rnnbook.diagrams.canvas.Canvas` that every diagram draws on.
+one shared drawing layer, ``rnnbook.diagrams.canvas``: the theme's colours, labels with
+subscripts, and the ``Canvas`` that every diagram draws on.
 Every name is importable from the package itself: ``from rnnbook import diagrams;
 diagrams.lstm_cell()``.
 """
