@@ -1,0 +1,61 @@
+"""scripts/execute_chapters.py: the chapters it finds, and a run the HTML build will reuse."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from jupyter_cache import get_cache
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))  # an importable module: the workers import it
+import execute_chapters  # noqa: E402
+
+
+def test_it_finds_every_chapter_notebook_in_the_order_of_the_toc():
+    found = execute_chapters.book_chapters(ROOT)
+    assert sorted(found) == sorted((ROOT / "chapters").glob("*.ipynb"))
+    assert found[0].name == "01_rnn_bptt.ipynb"
+    assert found.index(ROOT / "chapters/03_ntm.ipynb") < found.index(ROOT / "chapters/04_lmu.ipynb")
+
+
+def test_it_uses_the_cell_timeout_and_allow_errors_of_the_config():
+    settings = execute_chapters.execution_settings(ROOT)
+    assert settings == {"timeout": 600, "allow_errors": False}
+
+
+def test_a_run_it_caches_is_the_one_the_build_finds(tmp_path):
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# A page"), nbformat.v4.new_code_cell("print(6 * 7)")]
+    )
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    path = tmp_path / "page.ipynb"
+    nbformat.write(notebook, path)
+    cache_dir = tmp_path / "cache"
+    code = execute_chapters.main([str(path), "--jobs", "2", "--cache", str(cache_dir)])
+    assert code == 0
+    cache = get_cache(str(cache_dir))
+    as_myst_nb_reads_it = nbformat.read(path, as_version=4)
+    record = cache.match_cache_notebook(as_myst_nb_reads_it)
+    _, merged = cache.merge_match_into_notebook(as_myst_nb_reads_it)
+    assert record is not None
+    assert merged.cells[1].outputs[0]["text"] == "42\n"
+
+
+def test_a_failing_chapter_fails_the_run_and_is_not_cached(tmp_path, capsys):
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("assert 1 == 2, 'no'")])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    path = tmp_path / "broken.ipynb"
+    nbformat.write(notebook, path)
+    cache_dir = tmp_path / "cache"
+    assert execute_chapters.main([str(path), "--jobs", "1", "--cache", str(cache_dir)]) == 1
+    assert "AssertionError" in capsys.readouterr().err
+    with pytest.raises(KeyError):  # no record of it: the build would execute it (and fail)
+        get_cache(str(cache_dir)).match_cache_notebook(nbformat.read(path, 4))
+
+
+def test_it_refuses_a_number_of_jobs_below_one():
+    with pytest.raises(SystemExit):
+        execute_chapters.main(["--jobs", "0"])
