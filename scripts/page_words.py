@@ -34,22 +34,25 @@ _WORD = re.compile(r"[A-Za-z]+(?:['’-][A-Za-z]+)*")
 
 def prose(markdown: str) -> str:
     """The words of one markdown cell that a reader reads as prose (see the module docstring)."""
-    kept, skipping = [], None
+    kept, skipping, directives = [], None, []  # directives: the fences of open directives
     for line in markdown.splitlines():
         fence = _FENCE.match(line.strip())
         if skipping is not None:
             if fence and fence.group(1)[0] == skipping[0] and len(fence.group(1)) >= len(skipping):
                 skipping = None
             continue
-        if fence and not fence.group(2).strip().startswith("{") and fence.group(1)[0] == "`":
-            skipping = fence.group(1)  # a fenced code block
+        if not fence:
+            kept.append(line)
             continue
-        if fence and re.match(r"\{(math|code-cell|code|code-block)\}", fence.group(2).strip()):
-            skipping = fence.group(1)
-            continue
-        if fence:  # a directive's fence line (its body is prose: a note, a caption)
-            continue
-        kept.append(line)
+        marks, info = fence.group(1), fence.group(2).strip()
+        if not info and directives and marks == directives[-1]:
+            directives.pop()  # a directive closes; its body was prose (a note, a caption)
+        elif re.match(r"\{(math|code-cell|code|code-block)\}", info) or (
+            marks[0] == "`" and not info.startswith("{")
+        ):
+            skipping = marks  # math or fenced code: not read as words
+        elif info.startswith("{"):
+            directives.append(marks)  # a directive opens
     text = "\n".join(kept)
     for pattern in (_DISPLAY_MATH, _HTML, _LINK_TARGET):
         text = pattern.sub(" ", text)
