@@ -103,7 +103,7 @@ unit: setup
 	log=$$(mktemp); \
 	( ATEN_CPU_CAPABILITY=$$other $(BIN)/pytest tests -q -p no:cacheprovider > $$log 2>&1; \
 	  echo $$? > $$log.rc ) & \
-	$(BIN)/pytest tests -q; first=$$?; wait; \
+	$(BIN)/pytest tests -q --durations=15; first=$$?; wait; \
 	echo "== the unit tests with ATEN_CPU_CAPABILITY=$$other (another CPU's rounding):"; \
 	cat $$log; second=$$(cat $$log.rc); rm -f $$log $$log.rc; \
 	test $$first -eq 0 && test $$second -eq 0
@@ -134,7 +134,7 @@ browser: setup
 	log=$$(mktemp); \
 	( RNNBOOK_EDITIONS=student $(BIN)/pytest tests/browser/test_site.py -q > $$log 2>&1; \
 	  echo $$? > $$log.rc ) & \
-	RNNBOOK_EDITIONS=book $(BIN)/pytest tests/browser -q; first=$$?; wait; \
+	RNNBOOK_EDITIONS=book $(BIN)/pytest tests/browser -q --durations=15; first=$$?; wait; \
 	echo "== the browser tests of the student edition:"; \
 	cat $$log; second=$$(cat $$log.rc); rm -f $$log $$log.rc; \
 	test $$first -eq 0 && test $$second -eq 0
