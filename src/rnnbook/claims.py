@@ -17,11 +17,13 @@ value against its threshold and the margin) and carries a machine-readable copy 
 in the output's metadata (``rnnbook/claim``), from which the book's build makes the Claims
 page and ``claims.json``, and ``scripts/verify_full.py`` the full profile's record.
 
-Each claim has a **kind**: ``"measured"`` (computed by this run), ``"recorded"`` (read from
-a committed run, checkpoint or benchmark: it checks that the text agrees with the record,
-not that the result reproduces) or ``"source"`` (a transcription of a seed's table checked
-against the text). Its **margin** says how far it is from failing, relative to the size of
-the numbers compared (:func:`margin`); claims of equality have none.
+Each claim has a **kind**: ``"measured"`` (computed by this run: by a model trained in it, or
+by a committed checkpoint that it loads and evaluates on its own data), ``"recorded"`` (a
+number that a committed run wrote down: a learning curve, a benchmark's results, a record; it
+checks that the text agrees with the record, not that the result reproduces) or ``"source"``
+(a transcription of a seed's table checked against the text). Its **margin** says how far it
+is from failing, relative to the size of the numbers compared (:func:`margin`); claims of
+equality have none.
 
 Implementation checks (shapes, agreement with a reference within a few ulp) stay plain
 asserts: they are not results.

@@ -1033,6 +1033,10 @@ def _entry_causal(module, x, out, gen, where: str, first: bool) -> None:
     if not isinstance(again, torch.Tensor) or again.shape != out.shape:
         fail(f"{where}: new inputs from step {t0} on changed the outputs' shape.",
              f"the model maps {_ENTRY_HOW}, whatever the inputs' values.")  # fmt: skip
+    if not bool((~isclose(again[:, t0:], out.detach()[:, t0:], rtol=1e-5, atol=1e-6)).any()):
+        fail(f"{where}: new inputs from step {t0} on left every output from step {t0} on as it "
+             "was: the model does not read its inputs.", "the outputs must be computed from "
+             "x: look for a tensor of zeros or a constant where the inputs should go.")  # fmt: skip
     before = out.detach()[:, :t0]
     moved = ~isclose(again[:, :t0], before, rtol=1e-5, atol=1e-6)
     if bool(moved.any()):
@@ -1078,5 +1082,6 @@ def arena_entry(entry) -> str:
         ["an Entry of your own with a label, a mechanism and a build function",
          "models built for MemoryTask(T=5) and AddingTask(T=8)",
          "outputs (B, L, d_out), finite, whose loss reaches the parameters",
-         "causal: no output depends on later inputs or other sequences", "x left unchanged"],
+         "causal: no output depends on later inputs or other sequences",
+         "the outputs read the inputs", "x left unchanged"],
     )  # fmt: skip

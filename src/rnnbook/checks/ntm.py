@@ -260,6 +260,10 @@ def _allocation_variant(u: torch.Tensor, descending=False, inclusive=False, scat
     return torch.zeros_like(u).scatter(-1, phi, a_sorted)
 
 
+# The package's functions an exercise asks the student to write: an answer may not call them.
+BOOK_REFERENCES = (dnc.allocation_weighting,)
+
+
 @own_random_state
 def allocation(fn) -> str:
     """Exercise: ``fn(u (B, N)) -> a (B, N)``, the DNC's allocation weighting
@@ -270,8 +274,21 @@ def allocation(fn) -> str:
     cases += [torch.rand(B, N, generator=g, dtype=F64) for B, N in ((4, 7), (2, 12))]  # no ties
     for u in cases:
         B, N = u.shape
-        out = expect_tensor(call(fn, u, name="allocation"), (B, N), "the allocation weighting")
+        given = u.clone()  # the answer gets a copy: u itself stays the checker's
+        out = expect_tensor(call(fn, given, name="allocation"), (B, N), "the allocation weighting")
+        if not torch.equal(given, u):
+            fail(
+                "allocation changed the usages u in place.",
+                "compute the weights in new tensors (torch.sort returns new ones); u must stay "
+                "as it was, since the memory keeps using it.",
+            )
         out = expect_dtype(out, u.dtype, "the allocation weighting")
+        if not bool(torch.isfinite(out).all()):
+            fail(
+                "the allocation weighting holds NaN or inf.",
+                "every weight is a product of usages and 1 - u, all in [0, 1]: look for a "
+                "division or a logarithm that is not in the formula.",
+            )
         want = dnc.allocation_weighting(u, eps=0.0)
         if close(out, want):
             continue
@@ -293,6 +310,9 @@ def allocation(fn) -> str:
         ):
             if close(out, _allocation_variant(u, **kwargs)):
                 fail(what, hint)
+        if close(out, dnc.allocation_weighting(u)):
+            fail(what, "this squashes u to eps + (1 - eps) u first, as deepmind/dnc does; the "
+                 "exercise asks for the formula as written.")  # fmt: skip
         fail(
             what,
             "sort the usages, take 1 - u times the product of the usages sorted before it, "

@@ -1,14 +1,12 @@
-"""Wrong answers that two checkers accept (found by a student-style review of the pages
-03_ntm_at_work and 10_benchmarks_beyond_copying). Each test fails while the hole is open, so
-each is marked as an expected failure, strictly: when a checker is fixed, its test passes, the
-strict mark turns that into a failure, and the mark must go (the holes are in files of the
-package that were frozen while full-profile verifications ran).
+"""Wrong answers that two checkers once accepted (found by a student-style review of the pages
+03_ntm_at_work and 10_benchmarks_beyond_copying), and the book's own function passed as an
+answer.
 
-* ``checks.ntm.allocation`` computes its reference from ``u`` *after* calling the answer and
-  never checks that ``u`` is unchanged, so an answer that writes into the caller's ``u`` is
+* ``checks.ntm.allocation`` computed its reference from ``u`` *after* calling the answer and
+  never checked that ``u`` was unchanged, so an answer that wrote into the caller's ``u`` was
   compared with the allocation of the tensor it left behind.
-* ``checks.arena.arena_entry`` (ex-ltm-window) accepts a model whose outputs do not depend on
-  its inputs at all: the causality test only asks that early outputs do *not* move.
+* ``checks.arena.arena_entry`` (ex-ltm-window) accepted a model whose outputs do not depend on
+  its inputs at all: the causality test only asked that early outputs do *not* move.
 """
 
 from __future__ import annotations
@@ -20,8 +18,6 @@ from torch import nn
 from rnnbook.arena import zoo
 from rnnbook.checks import CheckFailed, ntm
 from rnnbook.checks import arena as arena_checks
-
-pytestmark = pytest.mark.xfail(strict=True, reason="an open hole in the checker (see above)")
 
 
 def _exclusive_cumprod(s):
@@ -72,3 +68,18 @@ class _IgnoresInput(nn.Module):
 def test_arena_entry_rejects_a_model_that_ignores_its_inputs():
     with pytest.raises(CheckFailed):
         arena_checks.arena_entry(zoo.Entry("window of 21", "a window", _IgnoresInput))
+
+
+def test_allocation_refuses_the_books_own_function_and_names_the_squashing():
+    from rnnbook.models import dnc
+
+    with pytest.raises(CheckFailed, match="reference implementation"):
+        ntm.allocation(lambda u: dnc.allocation_weighting(u, eps=0.0))
+
+    def squashed_on_a_copy(u):
+        v = 1e-6 + (1 - 1e-6) * u
+        s, phi = torch.sort(v, dim=-1)
+        return torch.zeros_like(u).scatter(-1, phi, (1 - s) * _exclusive_cumprod(s))
+
+    with pytest.raises(CheckFailed, match="squashes u"):
+        ntm.allocation(squashed_on_a_copy)
