@@ -13,7 +13,7 @@ way, through these functions:
   run's own record and learning curve attached;
 * :func:`curve_at` and :func:`at_step`: a learning curve's value after a number of updates;
 * :func:`seed_curves` and :func:`finals`: the seed study's curves (seeds 0, 1 and 2 of
-  :data:`rnnbook.runs.arena.SEED_STUDY`) and their last rows.
+  ``rnnbook.runs.arena.SEED_STUDY``) and their last rows.
 
 Nothing here trains or times a model in the quick or the full profile: the seconds per update
 of a row are its long run's record.
@@ -29,7 +29,7 @@ from rnnbook.runs import arena as arena_runs
 
 
 def arena_runs_of(task_name: str, *, profile: Profile) -> dict:
-    """Train or load every book run of a task (:data:`rnnbook.runs.arena.BOOK_TASKS`);
+    """Train or load every book run of a task (``rnnbook.runs.arena.BOOK_TASKS``);
     returns ``{model: (run, trained)}``. A run the paper profile trains goes to
     ``runs/<run name>-<profile>`` and leaves the book's checkpoints alone."""
     out = {}
@@ -42,7 +42,7 @@ def arena_runs_of(task_name: str, *, profile: Profile) -> dict:
 
 def arena_rows(task_name: str, n_fresh: int, *, profile: Profile) -> dict:
     """One row per model of a book task: re-measured on ``n_fresh`` fresh sequences (drawn
-    from :data:`rnnbook.arena.harness.FRESH_SEED`), with ``recorded`` (the run's last
+    from ``rnnbook.arena.harness.FRESH_SEED``), with ``recorded`` (the run's last
     evaluation), ``model`` (the trained module) and ``curve`` (its learning curve, ``[]``
     without one) attached. Returns ``{model: Row}`` in the order of the book's runs."""
     rows = {}
