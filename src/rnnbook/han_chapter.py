@@ -1,0 +1,98 @@
+"""What the two pages of Chapter 8 share: the chapter's sizes, the loop that trains a cloze
+reader on SynCloze, and the committed learning curves of its long runs.
+
+The readers are the chapter's hierarchical attention networks: word attention
+(han-word-attention) and the blend (han-blend), sentence attention (han-sentence), and a
+read-out, the document vector (han-docvec) or the pointer sum (han-pointer), trained on the
+cross-entropy of the right candidate (han-loss). The first page (``chapters/08_han.ipynb``)
+trains the three readers and reads their attention; the second
+(``chapters/08_han_skipping.ipynb``) puts skipping encoders into the pointer reader, the SGRU
+and the SENS-GRU (sens-vote)-(sens-select), and measures their update rates against the bounds
+(han-u-min). Each page runs on its own (Colab opens one notebook), so each makes the SynCloze
+questions of its ``sizes`` and trains with :func:`train_reader`; the second page trains again
+the plain pointer reader of the first, with the same seed, questions and recipe, as the
+reference of its skipping readers. Both read the committed runs of
+:mod:`rnnbook.runs.syncloze_readers` through :func:`reader_curve`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from rnnbook import longrun
+from rnnbook.data.syncloze import SynCloze
+from rnnbook.models.han import HAN, RAN, cloze_loss
+from rnnbook.paths import checkpoint_dir
+from rnnbook.runs import syncloze_readers
+from rnnbook.train import EpochBatches, History, fit
+
+# The chapter's sizes, profile by profile (``P.sizes(**SIZES)``): the SynCloze questions
+# (n_train, n_valid, S sentences), the word vectors (E) and units per direction (H), the
+# readers' passes (epochs) and the skipping readers' (skip_epochs), the skipping grid of the
+# word encoder that trains live (skip_grid), and Adam's learning rate and batch size.
+SIZES = dict(
+    quick=dict(n_train=2000, n_valid=500, S=10, E=32, H=32, epochs=4, skip_epochs=2,
+               skip_grid=dict(theta=(0.1,), M=(2, 32)), lr=5e-3, batch=64),
+    full=dict(n_train=10_000, n_valid=1000, S=10, E=64, H=64, epochs=8, skip_epochs=8,
+              skip_grid=dict(theta=(0.01, 0.1), M=(2, 8, 32)), lr=3e-3, batch=64),
+    paper=dict(n_train=10_000, n_valid=1000, S=20, E=100, H=256, epochs=7, skip_epochs=7,
+               skip_grid=dict(theta=(1e-7, 0.01, 0.1), M=(2, 8, 32)), lr=1e-3, batch=64),
+)  # fmt: skip
+
+
+def accuracy(predicted: torch.Tensor, data: SynCloze) -> float:
+    """The share of the questions of ``data`` whose answer is the ``predicted`` candidate
+    (indices into each question's candidates)."""
+    return float((predicted == data.answer).float().mean())
+
+
+def train_reader(
+    model: HAN | RAN,
+    head: str,
+    epochs: int,
+    *,
+    train: SynCloze,
+    valid: SynCloze,
+    sizes,
+    seed: int,
+    renorm: bool = True,
+    every_pass: bool = True,
+) -> History:
+    """Train a cloze reader on ``train`` with the book's loop (:func:`rnnbook.train.fit`): Adam
+    at ``sizes.lr``, batches of ``sizes.batch`` in an order drawn from ``seed``, the loss
+    (han-loss) of the ``head`` (``"ptr"`` or ``"docvec"``; ``renorm=False`` drops the pointer's
+    denominator). Returns the :class:`~rnnbook.train.History`, with the validation accuracy on
+    ``valid`` after every pass (or, with ``every_pass=False``, after the last) and, for a HAN
+    whose encoders skip, their update rates ``u_q``, ``u_w``, ``u_s``, counted afresh at each
+    evaluation."""
+    batches = EpochBatches(train.doc, train.query, train.cands, train.answer,
+                           batch_size=sizes.batch, seed=seed)  # fmt: skip
+
+    def loss(model, batch):
+        doc, query, cands, answer = batch
+        return cloze_loss(model(doc, query, cands).scores, answer, head, renorm)
+
+    def validate(model):
+        model.reset_tally()  # count the update rates of skipping encoders afresh
+        out = model(valid.doc, valid.query, valid.cands)
+        rates = model.update_rates() if isinstance(model, HAN) else {}
+        return {"accuracy": accuracy(out.scores.argmax(-1), valid),
+                **{f"u_{place}": u for place, u in rates.items() if len(place) == 1}}  # fmt: skip
+
+    return fit(model, batches, loss, steps=batches.steps(epochs), lr=sizes.lr,
+               evaluate=validate, eval_every=batches.per_epoch if every_pass else None,
+               desc=type(model).__name__)  # fmt: skip
+
+
+def reader_curve(
+    model: str,
+    seed: int,
+    modules: int = syncloze_readers.M,
+    theta: float = syncloze_readers.THETA,
+) -> list[dict[str, float | None]]:
+    """The committed learning curve of a SynCloze long run of
+    :mod:`rnnbook.runs.syncloze_readers` (its model, seed, modules and threshold): one row per
+    evaluation, the first before training, with ``step``, ``train_loss``, ``valid_acc`` and a
+    skipping reader's update rates."""
+    name = syncloze_readers.curve_name(model, seed, modules, theta)
+    return longrun.read_curve(checkpoint_dir() / f"{name}.curve.csv")
