@@ -58,12 +58,7 @@ book/_vendor/VERSIONS.txt: node_modules/.package-lock.json scripts/vendor_assets
 
 book: setup html
 
-# The chapters execute CHAPTER_JOBS at a time (each on one thread) into the build's cache,
-# then the build renders them; a failing chapter stops here with its traceback.
-CHAPTER_JOBS ?= 2
-
 html: setup
-	$(PY) scripts/execute_chapters.py --jobs $(CHAPTER_JOBS)
 	$(JB) build . $(JBFLAGS)
 	@echo "The book is in _build/html/index.html"
 

@@ -1,4 +1,11 @@
-"""Execute the book's chapters, several at a time, into the cache the HTML build reads.
+"""Execute the book's chapters, several at a time, into the cache the HTML build can read.
+
+Not used by ``make html`` yet. With ``execute_notebooks: cache`` the build renders these runs,
+but myst-nb 1.4 then writes the *unexecuted* notebook to ``_build/jupyter_execute`` (it merges
+the cached outputs into a copy), and the claims page, the status page and the student edition
+read their executed chapters from there: they must read the cache first (a fresh-clone
+``make test`` showed the student edition without a single output). What follows describes
+the intended use.
 
 ``make html`` runs this first and the Jupyter Book build second. The build is set to
 ``execute_notebooks: cache`` (``_config.yml``): it executes a chapter only if the cache in
