@@ -863,7 +863,8 @@ def check_theme(
     page = visit.page
     page.evaluate(_SET_THEME_JS, mode)
     colours = page.evaluate(_COLOURS_JS)
-    shot = page.screenshot(full_page=True, animations="disabled", caret="hide")
+    # a full-page shot of the tallest pages (the claims page) takes long on a busy machine
+    shot = page.screenshot(full_page=True, animations="disabled", caret="hide", timeout=120_000)
     if screenshot is not None:
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         screenshot.write_bytes(shot)
