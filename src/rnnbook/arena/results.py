@@ -21,7 +21,7 @@ of a row are its long run's record.
 
 from __future__ import annotations
 
-from rnnbook import longrun
+from rnnbook import longrun, plot
 from rnnbook.arena import harness, zoo
 from rnnbook.paths import checkpoint_dir, project_root
 from rnnbook.profiles import Profile
@@ -88,3 +88,22 @@ def seed_curves(task_name: str) -> dict[str, list[list[dict]]]:
 def finals(curves: dict[str, list[list[dict]]], metric: str) -> dict[str, list[float]]:
     """``{model: [metric in the curve's last row, for each seed]}`` of :func:`seed_curves`."""
     return {model: [c[-1][metric] for c in cs] for model, cs in curves.items()}
+
+
+def arena_style(name: str) -> dict:
+    """Matplotlib keywords of arena model ``name`` (a key of ``zoo.MODELS``), the same on every
+    figure of both pages: one colour and one marker per model, the first seven solid with
+    filled markers, the other five dash-dotted with open ones (seven colours for twelve
+    models, so the marker tells them apart)."""
+    order = list(zoo.MODELS)
+    if name not in order:
+        raise ValueError(f"name must be one of the arena's models {order}, got {name!r}")
+    k = order.index(name)
+    solid = k < 7
+    return dict(
+        color=plot.PALETTE[k % 7],
+        marker="osD^v<>PX*hd"[k],
+        markersize=5,
+        linestyle="-" if solid else "-.",
+        fillstyle="full" if solid else "none",
+    )
