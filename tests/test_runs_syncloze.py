@@ -11,6 +11,7 @@ import torch
 
 from rnnbook import longrun
 from rnnbook.data import syncloze
+from rnnbook.models.abs import ABSHAN
 from rnnbook.models.han import HAN, RAN
 from rnnbook.runs import syncloze_readers as readers
 
@@ -71,7 +72,21 @@ def test_names_seeds_and_book_runs():
     assert readers.curve_name("sgru-w", 0, 2, 0.1) == "syncloze-sgru-w-M2-theta0.1"
     assert readers.curve_name("sens-w", 1, 32, 0.01) == "syncloze-sens-w-M32-theta0.01-seed1"
     assert readers.curve_name("sens-w", 0, readers.M, readers.THETA) == "syncloze-sens-w"
-    assert set(readers.BOOK_RUNS) == {"syncloze-han-ptr", "syncloze-han-doc-vec", "syncloze-ran"}
+    abs_runs = {f"syncloze-{model}" for model in readers.ABS} | {
+        f"syncloze-{model}-rank{rate:g}" for model in readers.RANKED for rate in readers.RATES
+    }
+    assert set(readers.BOOK_RUNS) == {
+        "syncloze-han-ptr",
+        "syncloze-han-doc-vec",
+        "syncloze-ran",
+        "syncloze-sgru-w-off",
+        "syncloze-sens-w-M2-theta0.1",
+    } | abs_runs
+    assert len(abs_runs) == 14
+    assert readers.BOOK_COMMANDS["syncloze-sens-w-M2-theta0.1"] == (
+        "python -m rnnbook.runs syncloze --model sens-w --modules 2 --theta 0.1 "
+        "--out-dir runs/syncloze-sens-w-M2-theta0.1"
+    )
     for name, make in readers.BOOK_RUNS.items():
         assert make().name == name and readers.BOOK_COMMANDS[name].endswith(f"runs/{name}")
 
@@ -114,6 +129,76 @@ def test_a_grid_run_builds_its_cells_with_its_modules_and_threshold():
         assert (cell.mode, cell.M, cell.theta) == ("module", 2, 0.1)
     centre = readers.reader_run(model="sens-w")  # the committed runs' config, unchanged
     assert centre.config["skip"] == {"M": 8, "theta": 0.01} and centre.name == "syncloze-sens-w"
+
+
+def test_the_control_is_the_sgrus_own_gru_with_skipping_off(small_questions):
+    """sgru-w-off: the skipping runs' control; every module updates at every step (u_w = 1)."""
+    _, valid, embedding = small_questions
+    run = readers.reader_run(model="sgru-w-off")
+    assert run.name == "syncloze-sgru-w-off" and run.config["skip"]["theta"] == readers.NO_SKIPPING
+    assert "sgru-w-off" not in readers.MODELS  # no seeds 1 and 2, no placement grid
+    reader = run.build_model()
+    assert sum(p.numel() for p in reader.parameters() if p.requires_grad) == 174_336
+    with torch.no_grad():
+        row = readers.evaluate_reader(reader, valid)
+    assert row["u_w"] == 1.0
+    with pytest.raises(ValueError, match="does not skip"):
+        readers.reader_run(model="sgru-w-off", theta=0.1)
+    assert readers.parse_args(["--out-dir", "x", "--model", "sgru-w-off"]).model == "sgru-w-off"
+
+
+@pytest.mark.parametrize("rate", [None, 0.3])
+@pytest.mark.parametrize("model", sorted(readers.ABS))
+def test_the_abs_readers_are_chapter_9s_at_the_full_size(model, rate, small_questions):
+    if rate is not None and model not in readers.RANKED:
+        with pytest.raises(ValueError, match="keep by rank"):
+            readers.reader_run(model=model, rate=rate)
+        return
+    run = readers.reader_run(model=model, rate=rate)
+    reader = run.build_model()
+    assert isinstance(reader, ABSHAN) and reader.H == 64 and reader.E == 64
+    assert (reader.mode, reader.levels) == readers.ABS[model]
+    assert reader.how == ("bernoulli" if rate is None else "rank") and reader.rate == rate
+    assert sum(p.numel() for p in reader.parameters() if p.requires_grad) == 174_336
+    assert run.name == f"syncloze-{model}" + ("" if rate is None else "-rank0.3")
+    assert run.config["skip"] is None and run.config["abs"]["levels"] == readers.ABS[model][1]
+
+
+def test_an_abs_readers_evaluation_is_its_own_draws(small_questions):
+    """Five draws from a generator of their own: the same numbers twice, whatever the global
+    generator did in between, and training's tally starts afresh after it."""
+    _, valid, embedding = small_questions
+    torch.manual_seed(0)
+    reader = readers.build_reader("abs-asa-ws", embedding)
+    with torch.no_grad():
+        first = readers.evaluate_reader(reader, valid, seed=0)
+        torch.rand(100)
+        again = readers.evaluate_reader(reader, valid, seed=0)
+        other = readers.evaluate_reader(reader, valid, seed=1)
+    assert first == again and set(first) == {"valid_acc", "u_w", "u_s"}
+    assert first != other
+    assert 0 < first["u_w"] < 1 and 0 < first["u_s"] < 1
+    with pytest.raises(ValueError, match="no step was counted"):
+        reader.update_rates()  # reset after the evaluation
+
+
+def test_a_short_abs_run_reproduces_its_evaluation(small_questions, tmp_path):
+    run = short(readers.reader_run(model="abs-asa-w", rate=0.5))
+    result = longrun.train(run, tmp_path / "run", report=None)
+    longrun.publish(run, result)
+    _, _, mismatches = longrun.reproduce(run)
+    assert not mismatches
+
+
+def test_bad_abs_arguments_are_refused():
+    for bad in (0, 1.5, float("nan"), True):
+        with pytest.raises(ValueError, match="rate must be a number"):
+            readers.reader_run(model="abs-as-w", rate=bad)
+    with pytest.raises(ValueError, match="does not skip"):
+        readers.reader_run(model="abs-as-w", modules=2)
+    for bad in (["--model", "abs-asa-s", "--rate", "0.3"], ["--model", "abs-as-w", "--rate", "0"]):
+        with pytest.raises(SystemExit):
+            readers.parse_args(["--out-dir", "x", *bad])
 
 
 def test_the_plain_readers_refuse_modules_and_thresholds():

@@ -12,7 +12,10 @@ and the SENS-GRU (sens-vote)-(sens-select), and measures their update rates agai
 questions of its ``sizes`` and trains with :func:`train_reader`; the second page trains again
 the plain pointer reader of the first, with the same seed, questions and recipe, as the
 reference of its skipping readers. Both read the committed runs of
-:mod:`rnnbook.runs.syncloze_readers` through :func:`reader_curve`.
+:mod:`rnnbook.runs.syncloze_readers` through :func:`reader_curve`, and the full profile, whose
+sizes are those runs', loads the readers it would otherwise train again through
+:func:`committed_reader` (a chapter in the full profile is to take minutes, not hours), as
+does Chapter 9's full profile for its ABS readers.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from rnnbook import longrun
 from rnnbook.data.syncloze import SynCloze
 from rnnbook.models.han import HAN, RAN, cloze_loss
 from rnnbook.paths import checkpoint_dir
+from rnnbook.profiles import Profile
 from rnnbook.runs import syncloze_readers
 from rnnbook.train import EpochBatches, History, fit
 
@@ -89,10 +93,54 @@ def reader_curve(
     seed: int,
     modules: int = syncloze_readers.M,
     theta: float = syncloze_readers.THETA,
+    rate: float | None = None,
 ) -> list[dict[str, float | None]]:
     """The committed learning curve of a SynCloze long run of
     :mod:`rnnbook.runs.syncloze_readers` (its model, seed, modules and threshold): one row per
     evaluation, the first before training, with ``step``, ``train_loss``, ``valid_acc`` and a
-    skipping reader's update rates."""
-    name = syncloze_readers.curve_name(model, seed, modules, theta)
+    skipping reader's update rates (``rate``: a ranked ABS reader's)."""
+    name = syncloze_readers.curve_name(model, seed, modules, theta, rate)
     return longrun.read_curve(checkpoint_dir() / f"{name}.curve.csv")
+
+
+def committed_history(
+    model: str,
+    modules: int = syncloze_readers.M,
+    theta: float = syncloze_readers.THETA,
+    rate: float | None = None,
+) -> History:
+    """The committed learning curve of a SynCloze long run of seed 0 (:func:`reader_curve`) as
+    the :class:`~rnnbook.train.History` that :func:`train_reader` would have recorded: the
+    validation ``accuracy`` and the update rates ``u_*`` after every pass, and the run's
+    training time in ``seconds`` (the losses of single steps are not kept)."""
+    rows = reader_curve(model, 0, modules, theta, rate)
+    history = History(seconds=float(rows[-1]["seconds"]))
+    history.evals["accuracy"] = [(int(row["step"]), row["valid_acc"]) for row in rows[1:]]
+    for column in (c for c in rows[-1] if c.startswith("u_") and c.count("_") == 1):
+        history.evals[column] = [(int(row["step"]), row[column]) for row in rows[1:]]
+    return history
+
+
+def committed_reader(
+    model: str,
+    *,
+    profile: Profile,
+    modules: int = syncloze_readers.M,
+    theta: float = syncloze_readers.THETA,
+    rate: float | None = None,
+) -> tuple[HAN | RAN, History]:
+    """A reader of the full profile's size and seed 0, loaded from its committed checkpoint
+    (:mod:`rnnbook.runs.syncloze_readers`: ``model``, ``modules``, ``theta``, ``rate``) through
+    :func:`rnnbook.longrun.train_or_load`, in evaluation mode, with its
+    :func:`committed_history`. Refuses a checkpoint whose recorded accuracy is not the curve's
+    last."""
+    run = syncloze_readers.reader_run(model=model, modules=modules, theta=theta, rate=rate)
+    trained = longrun.train_or_load(run, profile=profile)
+    history = committed_history(model, modules, theta, rate)
+    recorded = trained.summary["final_eval"]["valid_acc"]
+    if abs(recorded - history.last("accuracy")) > 1e-6:
+        raise ValueError(
+            f"{run.name}: the checkpoint's recorded accuracy {recorded:.4f} is not its curve's "
+            f"last, {history.last('accuracy'):.4f}: they are not of the same run"
+        )
+    return trained.model.eval(), history
