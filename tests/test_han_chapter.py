@@ -14,7 +14,15 @@ import pytest
 import torch
 
 from rnnbook.data import syncloze
-from rnnbook.han_chapter import SIZES, accuracy, reader_curve, train_reader
+from rnnbook.han_chapter import (
+    SIZES,
+    accuracy,
+    check_committed_sizes,
+    committed_history,
+    committed_reader,
+    reader_curve,
+    train_reader,
+)
 from rnnbook.models.han import HAN
 from rnnbook.profiles import resolve_profile
 from rnnbook.runs import syncloze_readers
@@ -73,3 +81,40 @@ def test_reader_curve_reads_the_committed_curves(monkeypatch):
     assert all(0.0 <= row["valid_acc"] <= 1.0 for row in plain)
     off_centre = reader_curve("sgru-w", 0, modules=2, theta=0.1)
     assert "u_w" in off_centre[-1] and off_centre != reader_curve("sgru-w", 0)
+
+
+def test_a_committed_history_is_what_train_reader_records(monkeypatch):
+    """The steps as fit counts them (the update just done), one evaluation per pass, the rates."""
+    monkeypatch.setenv("RNNBOOK_CHECKPOINTS", str(COMMITTED))
+    history = committed_history("sens-w", modules=2, theta=0.1)
+    rows = reader_curve("sens-w", 0, modules=2, theta=0.1)
+    per_pass = syncloze_readers.N_TRAIN // syncloze_readers.BATCH
+    assert [step for step, _ in history.evals["accuracy"]] == [
+        per_pass * k - 1 for k in range(1, syncloze_readers.PASSES + 1)
+    ]
+    assert history.last("accuracy") == rows[-1]["valid_acc"]
+    assert history.last("u_w") == rows[-1]["u_w"] and "u_w_fwd" not in history.evals
+    assert history.seconds == rows[-1]["seconds"]
+
+
+def test_the_full_sizes_are_the_committed_runs_and_others_are_refused():
+    full = resolve_profile("full").sizes(**SIZES)
+    check_committed_sizes(full)
+    with pytest.raises(ValueError, match="not the committed runs'.*'H': \\(32, 64\\)"):
+        check_committed_sizes(resolve_profile("quick").sizes(**SIZES))
+    with pytest.raises(ValueError, match="'lr'"):
+        check_committed_sizes(SimpleNamespace(**{**SIZES["full"], "lr": 1e-3}))
+
+
+def test_a_committed_reader_loads_its_run_and_answers_as_recorded(monkeypatch):
+    monkeypatch.setenv("RNNBOOK_CHECKPOINTS", str(COMMITTED))
+    full = resolve_profile("full")
+    sizes = full.sizes(**SIZES)
+    model, history = committed_reader("sgru-w-off", profile=full, sizes=sizes)
+    assert not model.training
+    valid = syncloze_readers.validation_questions()
+    with torch.no_grad():
+        scores = model(valid.doc, valid.query, valid.cands).scores
+    assert abs(accuracy(scores.argmax(-1), valid) - history.last("accuracy")) <= 2 / len(valid)
+    with pytest.raises(ValueError, match="not the committed runs'"):
+        committed_reader("sgru-w-off", profile=full, sizes=resolve_profile("quick").sizes(**SIZES))

@@ -111,20 +111,39 @@ def committed_history(
 ) -> History:
     """The committed learning curve of a SynCloze long run of seed 0 (:func:`reader_curve`) as
     the :class:`~rnnbook.train.History` that :func:`train_reader` would have recorded: the
-    validation ``accuracy`` and the update rates ``u_*`` after every pass, and the run's
-    training time in ``seconds`` (the losses of single steps are not kept)."""
+    validation ``accuracy`` and the update rates ``u_*`` after every pass, at the steps as
+    :func:`rnnbook.train.fit` counts them (0-based, the update just done: the curve's step
+    minus one), and the run's training time in ``seconds`` (the losses of single steps are not
+    kept)."""
     rows = reader_curve(model, 0, modules, theta, rate)
     history = History(seconds=float(rows[-1]["seconds"]))
-    history.evals["accuracy"] = [(int(row["step"]), row["valid_acc"]) for row in rows[1:]]
+    history.evals["accuracy"] = [(int(row["step"]) - 1, row["valid_acc"]) for row in rows[1:]]
     for column in (c for c in rows[-1] if c.startswith("u_") and c.count("_") == 1):
-        history.evals[column] = [(int(row["step"]), row[column]) for row in rows[1:]]
+        history.evals[column] = [(int(row["step"]) - 1, row[column]) for row in rows[1:]]
     return history
+
+
+def check_committed_sizes(sizes) -> None:
+    """Refuse a page's ``sizes`` unless they are those of the committed runs of
+    :mod:`rnnbook.runs.syncloze_readers` (questions, S, E, H, passes, learning rate, batch):
+    a page that loads those runs must not print one set of sizes and show runs of another."""
+    names = ("n_train", "n_valid", "S", "E", "H", "epochs", "lr", "batch")
+    runs = syncloze_readers
+    theirs = (runs.N_TRAIN, runs.N_VALID, runs.S, runs.E, runs.H, runs.PASSES, runs.LR, runs.BATCH)
+    ours = tuple(getattr(sizes, name, None) for name in names)
+    if ours != theirs:
+        differ = {n: (o, t) for n, o, t in zip(names, ours, theirs, strict=True) if o != t}
+        raise ValueError(
+            f"these sizes are not the committed runs' (page, runs): {differ}; the full profile "
+            "can load those runs only at their own sizes"
+        )
 
 
 def committed_reader(
     model: str,
     *,
     profile: Profile,
+    sizes,
     modules: int = syncloze_readers.M,
     theta: float = syncloze_readers.THETA,
     rate: float | None = None,
@@ -132,8 +151,10 @@ def committed_reader(
     """A reader of the full profile's size and seed 0, loaded from its committed checkpoint
     (:mod:`rnnbook.runs.syncloze_readers`: ``model``, ``modules``, ``theta``, ``rate``) through
     :func:`rnnbook.longrun.train_or_load`, in evaluation mode, with its
-    :func:`committed_history`. Refuses a checkpoint whose recorded accuracy is not the curve's
+    :func:`committed_history`. Refuses the page's ``sizes`` unless they are the runs'
+    (:func:`check_committed_sizes`), and a checkpoint whose recorded accuracy is not its curve's
     last."""
+    check_committed_sizes(sizes)
     run = syncloze_readers.reader_run(model=model, modules=modules, theta=theta, rate=rate)
     trained = longrun.train_or_load(run, profile=profile)
     history = committed_history(model, modules, theta, rate)
