@@ -75,13 +75,17 @@ def test_names_seeds_and_book_runs():
     abs_runs = {f"syncloze-{model}" for model in readers.ABS} | {
         f"syncloze-{model}-rank{rate:g}" for model in readers.RANKED for rate in readers.RATES
     }
-    assert set(readers.BOOK_RUNS) == {
-        "syncloze-han-ptr",
-        "syncloze-han-doc-vec",
-        "syncloze-ran",
-        "syncloze-sgru-w-off",
-        "syncloze-sens-w-M2-theta0.1",
-    } | abs_runs
+    assert (
+        set(readers.BOOK_RUNS)
+        == {
+            "syncloze-han-ptr",
+            "syncloze-han-doc-vec",
+            "syncloze-ran",
+            "syncloze-sgru-w-off",
+            "syncloze-sens-w-M2-theta0.1",
+        }
+        | abs_runs
+    )
     assert len(abs_runs) == 14
     assert readers.BOOK_COMMANDS["syncloze-sens-w-M2-theta0.1"] == (
         "python -m rnnbook.runs syncloze --model sens-w --modules 2 --theta 0.1 "
