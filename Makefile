@@ -58,6 +58,11 @@ book/_vendor/VERSIONS.txt: node_modules/.package-lock.json scripts/vendor_assets
 
 book: setup html
 
+# The executed pages show one line per training (rnnbook.train.summary_line), not a row of
+# finished progress bars; a reader who runs a chapter in Jupyter or Colab sees a live bar
+# (RNNBOOK_PROGRESS unset). Set RNNBOOK_PROGRESS=bar to build with the bars.
+html notebooks: export RNNBOOK_PROGRESS ?= summary
+
 html: setup
 	$(JB) build . $(JBFLAGS)
 	@echo "The book is in _build/html/index.html"

@@ -22,7 +22,8 @@ def test_the_queue_holds_every_run_once_in_the_briefs_order():
     order = names()
     # three SBA sweeps and the zoneout grid, but Z_c at p = 0.2: Chapter 7's ptb-slice-zc
     # and NS at 100, and R_CB at 0.1 with two more seeds
-    assert len(order) == len(set(order)) == 3 * 18 + 2 + 40 - 1 + 2
+    # and Chapter 7's thirteen levers on the rate (threshold, tempered surrogate, margins)
+    assert len(order) == len(set(order)) == 3 * 18 + 2 + 40 - 1 + 2 + 13
     assert "ptb-slice-zc-p0.2" not in order
     assert order[:4] == [f"ptb-slice-sba-ic-cb-lam{lam:g}" for lam in (1e-4, 1e-3, 1e-2, 1e-1)]
     assert order[4:9] == [f"ptb-slice-sba-ic-ns-lam{lam:g}" for lam in (1e-3, 1e-2, 0.1, 1, 10)]
@@ -33,6 +34,8 @@ def test_the_queue_holds_every_run_once_in_the_briefs_order():
     assert order[32:48] == [f"ptb-slice-z{v}-p{p:g}" for p in (0.1, 0.3, 0.5, 0.7)
                             for v in ("ch", "f", "i", "c")]  # fmt: skip
     assert order[-4:] == [f"ptb-slice-z{v}-p1" for v in ("ch", "f", "i", "c")]  # the LSTM
+    levers = [penalty_sweep.run_name(**kw) for kw in penalty_sweep.levers()]
+    assert order[56 : 56 + 13] == levers  # after S_c's extra runs, before the grid's second half
     every = {
         penalty_sweep.run_name(**kw) for kw in penalty_sweep.grid(("sba-ic", "sba-c2", "sba-fc"))
     }
@@ -47,7 +50,14 @@ def test_a_command_names_the_run_that_the_queue_expects(tmp_path):
         assert args.resume and args.threads == 1
         if task == "penalty":
             name = penalty_sweep.run_name(
-                args.model, args.penalty, args.lam, args.u_target, args.seed
+                args.model,
+                args.penalty,
+                args.lam,
+                args.u_target,
+                args.seed,
+                args.theta,
+                args.tau,
+                args.theta_from,
             )
         else:
             name = queue.zoneout_grid.run_name(args.variant, args.p)
@@ -99,6 +109,22 @@ def test_a_stop_file_ends_the_queue_before_the_next_run(fake_runs, tmp_path):
     assert queue.run_queue(root) == 0 and not fake_runs
 
 
+def test_a_run_held_by_a_live_queue_is_passed_over(fake_runs, tmp_path):
+    """Two queues at once: a run whose running.pid names a live process (here the test's
+    parent) is skipped; a pid file left by a dead queue does not hold the run."""
+    root = tmp_path / "root"
+    first, second, third = names()[:3]
+    (root / first).mkdir(parents=True)
+    (root / first / "running.pid").write_text(str(os.getppid()))
+    assert queue.state_of(root / first) == f"running (queue {os.getppid()})"
+    (root / third).mkdir()
+    (root / third / "running.pid").write_text("999999999")  # no such process
+    assert queue.state_of(root / third) == "pending"
+    queue.run_queue(root)
+    assert [os.path.basename(f) for f in fake_runs] == [second, third]
+    assert not (root / third / "running.pid").exists()  # released when the run ended
+
+
 def test_a_partial_run_is_reported_at_its_step(tmp_path):
     folder = tmp_path / "run"
     assert queue.state_of(folder) == "pending"
@@ -123,9 +149,17 @@ def test_a_committed_curve_is_its_runs_from_the_same_untrained_model(name):
     first = rows[0]
     if task == "penalty":
         for row in rows[1:]:
-            assert 0 <= row["ri"] < 1 and 0 < row["train_u"] <= 1 and row["train_ce"] > 0
+            assert 0 <= row["ri"] < 1 and 0 <= row["train_u"] <= 1 and row["train_ce"] > 0
+            # a threshold above the untrained surprisals' changes may stop every update
+            assert row["train_u"] > 0 or kwargs.get("theta", 0) >= 0.1
         if kwargs["model"] == "sba-fc":
             return  # Chapter 6 has no long run of S_fc to compare with
+        if kwargs.get("theta") is not None:  # another threshold: only the plain LSTM agrees
+            chapter = longrun.read_curve(COMMITTED / f"ptb-slice-{kwargs['model']}.curve.csv")[0]
+            assert abs(first["valid_ppl_plain"] - chapter["valid_ppl_plain"]) <= 1.1e-5 * abs(
+                chapter["valid_ppl_plain"]
+            )
+            return
         seed = f"-seed{kwargs['seed']}" if kwargs.get("seed") else ""  # the same seed's run
         chapter = longrun.read_curve(COMMITTED / f"ptb-slice-{kwargs['model']}{seed}.curve.csv")[0]
         for key in ("valid_ppl", "valid_ppl_plain", "valid_u"):

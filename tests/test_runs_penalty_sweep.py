@@ -34,7 +34,16 @@ def tiny_slice(monkeypatch):
 def short(run: longrun.LongRun, steps: int = 4, per_pass: int = 2) -> longrun.LongRun:
     """``run`` with passes of ``per_pass`` windows: a row, and a fresh tally, every pass."""
     penalty = run.config["penalty"]
-    loss = ps.PenalisedLoss(penalty["name"], penalty["lambda"], penalty["u_target"], per_pass)
+    warm = run.config.get("theta_from_pass")
+    theta_from = None if warm is None else (run.config["theta"], warm * per_pass)
+    loss = ps.PenalisedLoss(
+        penalty["name"],
+        penalty["lambda"],
+        penalty["u_target"],
+        per_pass,
+        penalty.get("tau"),
+        theta_from,
+    )
     return dataclasses.replace(run, steps=steps, eval_every=per_pass, loss_fn=loss)
 
 
@@ -255,3 +264,129 @@ def test_a_curve_summary_reads_the_best_pass_and_the_mean_influence():
     assert summary["ri"] is None and summary["train_u"] is None and summary["plain_ppl"] == 80.0
     with pytest.raises(ValueError, match="no trained row"):
         ps.curve_summary(rows[:1])
+
+
+# --- Chapter 7's levers on the rate: the threshold, a tempered surrogate, the margins -----------
+
+
+def test_lever_runs_have_their_own_names_and_are_all_different():
+    assert ps.run_name("sba-ic", "none", 0.0, theta=1.0) == "ptb-slice-sba-ic-theta1"
+    assert (
+        ps.run_name("sba-c2", "none", 0.0, theta=0.3, seed=1) == "ptb-slice-sba-c2-theta0.3-seed1"
+    )
+    assert (
+        ps.run_name("sba-ic", "msure", 10.0, 0.2, tau=0.3)
+        == "ptb-slice-sba-ic-msure-ut0.2-lam10-tau0.3"
+    )
+    assert ps.run_name("sba-ic", "margin", 1.0) == "ptb-slice-sba-ic-margin-lam1"
+    assert ps.run_name("sba-ic", "none", 0.0, theta=0.3, theta_from=12) == (
+        "ptb-slice-sba-ic-theta0.3-from12"
+    )
+    names = [ps.run_name(**kw) for kw in ps.levers()]
+    assert len(names) == len(set(names)) == 5 + 2 + 3 + 3
+    assert not set(names) & {ps.run_name(**kw) for kw in ps.grid(("sba-ic", "sba-c2"))}
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(model="sba-ic", penalty="none", lam=0.1), "takes lam = 0"),
+        (dict(model="sba-ic", penalty="none", lam=0.0, theta=0.0), "theta must be a positive"),
+        (dict(model="sba-ic", penalty="none", lam=0.0, theta=float("inf")), "theta must be"),
+        (dict(model="sba-ic", penalty="cb", lam=0.1, tau=-1.0), "tau must be a positive"),
+        (dict(model="sba-ic", penalty="ns", lam=0.1, tau=0.3), "tau .* belongs to cb and msure"),
+        (dict(model="sba-ic", penalty="margin", lam=0.1, tau=0.3), "belongs to cb and msure"),
+        (dict(model="sba-ic", penalty="none", lam=0.0, theta_from=3), "theta_from needs theta"),
+        (dict(model="sba-ic", penalty="none", lam=0.0, theta=0.3, theta_from=0), "whole number"),
+        (dict(model="sba-ic", penalty="none", lam=0.0, theta=0.3, theta_from=2.5), "whole number"),
+    ],
+)
+def test_bad_lever_settings_are_refused_with_what_came(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ps.penalty_run(**kwargs)
+
+
+def test_a_threshold_run_starts_from_chapter_6s_weights_with_its_own_theta():
+    run = ps.penalty_run(model="sba-ic", penalty="none", lam=0.0, theta=1.0)
+    lm = run.build_model()
+    assert lm.cell.theta == 1.0 and run.config["theta"] == 1.0
+    theirs = wordlm.BOOK_RUNS["ptb-slice-sba-ic"]().build_model().state_dict()
+    for key, value in theirs.items():
+        assert torch.equal(lm.state_dict()[key], value), key
+
+
+def test_the_tempered_surrogate_decides_exactly_and_tempers_the_gradient():
+    m = torch.tensor([-3.0, -0.2, 0.0, 1e-30, 0.3, 5.0], dtype=torch.float64, requires_grad=True)
+    for tau in (0.1, 1.0):
+        b = ps.tempered_straight_through(m, tau)
+        assert b.tolist() == [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]  # [m > 0], no rounding
+        (grad,) = torch.autograd.grad(b.sum(), m)
+        s = torch.sigmoid(m.detach() / tau)
+        torch.testing.assert_close(grad, s * (1 - s) / tau, rtol=1e-15, atol=0)
+    assert float(grad[2]) == 0.25  # 1 / (4 tau) at the threshold, tau = 1
+    with pytest.raises(TypeError, match="floating-point"):
+        ps.tempered_straight_through(torch.tensor([1, 2]), 0.3)
+    with pytest.raises(ValueError, match="tau must be a positive number"):
+        ps.tempered_straight_through(m, 0)
+
+
+def test_the_margin_penalty_charges_only_the_updates_by_their_margin():
+    m = torch.tensor([[[-1.0, 0.5]], [[2.0, 0.0]]], dtype=torch.float64, requires_grad=True)
+    r = ps.margin_penalty(m, 2.0)
+    assert float(r.detach()) == 2.0 * (0.5 + 2.0) / 4
+    (grad,) = torch.autograd.grad(r, m)
+    assert grad.flatten().tolist() == [0.0, 0.5, 0.5, 0.0]  # lambda / n where m > 0
+    with pytest.raises(ValueError, match=r"\(T, B, M\) tensor, got \(2, 2\)"):
+        ps.margin_penalty(torch.zeros(2, 2), 1.0)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(penalty="msure", lam=100.0, u_target=0.2, tau=0.3),
+        dict(penalty="margin", lam=100.0),
+    ],
+)
+def test_each_lever_penalty_reaches_the_weights(kwargs, tiny_slice):
+    grads = {}
+    for lam in (0.0, kwargs["lam"]):
+        run = short(ps.penalty_run(model="sba-ic", **{**kwargs, "lam": lam}))
+        lm = run.build_model()
+        lm.train()
+        run.loss_fn(lm, run.batch(0)).backward()
+        grads[lam] = lm.cell.weight_hh.grad.clone()
+    assert (grads[kwargs["lam"]] - grads[0.0]).abs().max() > 1e-4
+
+
+def test_no_penalty_at_the_cells_own_theta_trains_chapter_6s_run_exactly(tiny_slice, tmp_path):
+    ours = short(ps.penalty_run(model="sba-ic", penalty="none", lam=0.0, theta=1e-4), 3)
+    theirs = dataclasses.replace(wordlm.wordlm_run(model="sba-ic"), steps=3, eval_every=2)
+    a = longrun.train(ours, tmp_path / "ours", report=None)
+    b = longrun.train(theirs, tmp_path / "theirs", report=None)
+    for key, value in b.model.state_dict().items():
+        assert torch.equal(a.model.state_dict()[key], value), key
+    assert [r["valid_ppl"] for r in a.rows] == [r["valid_ppl"] for r in b.rows]
+    assert all(row["ri"] == 0 for row in a.rows[1:])
+
+
+def test_a_warm_threshold_starts_with_the_cells_own_and_switches_at_its_pass(tiny_slice):
+    run = short(ps.penalty_run(model="sba-ic", penalty="none", lam=0.0, theta=0.3, theta_from=1))
+    assert run.name == "ptb-slice-sba-ic-theta0.3-from1" and run.config["theta_from_pass"] == 1
+    lm = run.build_model()
+    assert lm.cell.theta == wordlm.THETA  # built with the cell's own threshold
+    lm.train()
+    run.loss_fn(lm, run.batch(0))
+    run.loss_fn(lm, run.batch(1))
+    assert lm.cell.theta == wordlm.THETA  # the first pass (two windows here)
+    run.loss_fn(lm, run.batch(2))
+    assert lm.cell.theta == 0.3  # from the second pass on
+
+
+def test_a_threshold_above_the_untrained_surprisal_changes_stops_every_update(tiny_slice):
+    """Why the threshold needs a warm-up: the untrained cell's surprisals change by less than
+    0.1 a step, so with theta = 0.3 no module updates at all."""
+    run = short(ps.penalty_run(model="sba-ic", penalty="none", lam=0.0, theta=0.3))
+    lm = run.build_model()
+    lm.train()
+    run.loss_fn(lm, run.batch(0))
+    assert lm.penalty_tally[4] == 0  # the summed share of updates of the window

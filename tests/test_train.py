@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import pytest
@@ -587,3 +588,83 @@ def test_stream_loss_is_the_length_weighted_mean_over_chunks_with_the_state_carr
     x = torch.ones(1, 5, 1)
     loss = stream_loss(Running(), x, torch.zeros(1, 5, 1), 2, lambda o, y: (o - y).mean())
     assert loss == pytest.approx((1 + 2 + 3 + 4 + 5) / 5)
+
+
+# --- progress: a live bar for a reader, one line per training for the executed book ----------
+
+
+@pytest.mark.parametrize(
+    ("value", "mode"),
+    [(None, "bar"), ("bar", "bar"), ("1", "bar"), ("summary", "summary"), ("0", "off"),
+     ("off", "off"), (" Summary ", "summary")],
+)  # fmt: skip
+def test_progress_mode_follows_the_environment(monkeypatch, value, mode):
+    from rnnbook.train import progress_mode
+
+    if value is None:
+        monkeypatch.delenv("RNNBOOK_PROGRESS")
+    else:
+        monkeypatch.setenv("RNNBOOK_PROGRESS", value)
+    assert progress_mode() == mode
+    assert progress_mode(False) == "off"  # a call that asks for no progress gets none
+    assert progress_mode(True) == ("summary" if mode == "summary" else "bar")
+
+
+def test_progress_mode_refuses_an_unknown_value(monkeypatch):
+    from rnnbook.train import progress_mode
+
+    monkeypatch.setenv("RNNBOOK_PROGRESS", "loud")
+    with pytest.raises(ValueError, match="RNNBOOK_PROGRESS"):
+        progress_mode()
+
+
+def test_the_executed_book_prints_one_summary_line_per_training_and_no_bar(monkeypatch, capsys):
+    monkeypatch.setenv("RNNBOOK_PROGRESS", "summary")
+    model, batch, loss_fn = _regression()
+    history = fit(model, [batch] * 30, loss_fn, steps=30, lr=0.05, desc="LSTM")
+    out, err = capsys.readouterr()
+    assert err == ""  # no tqdm bar: it writes to stderr
+    lines = out.splitlines()
+    assert len(lines) == 1
+    assert re.fullmatch(r"trained LSTM: 30 steps in \d+\.\d s, final loss \S+", lines[0])
+    assert lines[0].endswith(f"final loss {history.loss[-1]:.4g}")
+
+
+def test_a_reader_sees_a_bar_and_no_summary_line(monkeypatch, capsys):
+    monkeypatch.setenv("RNNBOOK_PROGRESS", "bar")
+    model, batch, loss_fn = _regression()
+    fit(model, [batch] * 5, loss_fn, steps=5, desc="LSTM")
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "LSTM" in err and "5/5" in err  # tqdm's bar in a terminal (a widget in Jupyter)
+
+
+def test_progress_off_shows_nothing(monkeypatch, capsys):
+    monkeypatch.setenv("RNNBOOK_PROGRESS", "summary")
+    model, batch, loss_fn = _regression()
+    fit(model, [batch] * 5, loss_fn, steps=5, progress=False)
+    assert capsys.readouterr() == ("", "")
+
+
+def test_the_summary_says_when_and_why_training_stopped_early(monkeypatch, capsys):
+    monkeypatch.setenv("RNNBOOK_PROGRESS", "summary")
+    model = nn.Linear(1, 1)
+    losses = iter([1.0, 0.5, float("nan")])
+
+    def loss_fn(model, batch):
+        return model.weight.sum() * 0 + next(losses)
+
+    history = fit(model, [None] * 3, loss_fn, steps=3, on_nonfinite="stop", desc="SRN, seed 0")
+    line = capsys.readouterr().out.strip()
+    assert history.steps == 2
+    assert line.startswith("trained SRN, seed 0: 2 steps in ")
+    assert line.endswith("final loss 0.5 (stopped: loss became nan at step 2)")
+
+
+def test_the_book_build_asks_for_one_line_per_training():
+    """`make html` and `make notebooks` execute the chapters with RNNBOOK_PROGRESS=summary
+    (unless the caller sets it): the executed pages show no rows of finished bars."""
+    from pathlib import Path
+
+    makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
+    assert re.search(r"^html notebooks: export RNNBOOK_PROGRESS \?= summary$", makefile, re.M)

@@ -17,7 +17,19 @@ from torch import nn
 
 from rnnbook._validate import check_choice, check_positive_int
 
+# How fit shows its progress: RNNBOOK_PROGRESS=bar (the default: a live tqdm bar, left on
+# screen when training ends), summary (no bar, one printed line when training ends: the
+# book's build sets it, so that the executed pages show a line per training, not a row of
+# finished bars; see the Makefile) or 0 (nothing).
 PROGRESS_ENV_VAR = "RNNBOOK_PROGRESS"
+PROGRESS_MODES = {
+    "bar": "bar",
+    "1": "bar",
+    "": "bar",
+    "summary": "summary",
+    "0": "off",
+    "off": "off",
+}
 
 
 class NonFiniteError(FloatingPointError):
@@ -173,16 +185,50 @@ class EpochBatches:
         return tuple(t[rows] for t in self.tensors)
 
 
-def progress_bar(total: int, desc: str, enabled: bool | None = None):
-    """A tqdm bar that works in Jupyter, in the static HTML (as a widget) and in a terminal.
+def progress_mode(enabled: bool | None = None) -> str:
+    """How :func:`fit` shows its progress: ``"bar"``, ``"summary"`` or ``"off"``.
 
-    ``RNNBOOK_PROGRESS=0`` turns bars off (``tqdm.notebook`` ignores ``TQDM_DISABLE``).
+    ``enabled=False`` is ``"off"``; otherwise the environment variable ``RNNBOOK_PROGRESS``
+    decides: ``bar`` (or ``1``, or unset) a live tqdm bar, for a reader who runs a chapter in
+    Jupyter or Colab; ``summary`` one line when training ends, for the executed book (the
+    Makefile sets it for ``make html`` and ``make notebooks``); ``0`` (or ``off``) nothing,
+    unless ``enabled=True`` asks for a bar.
     """
+    value = os.environ.get(PROGRESS_ENV_VAR, "bar").strip().lower()
+    if value not in PROGRESS_MODES:
+        raise ValueError(
+            f"{PROGRESS_ENV_VAR} must be one of bar, summary or 0 (also 1, off), got {value!r}"
+        )
+    mode = PROGRESS_MODES[value]
+    if enabled is False:
+        return "off"
+    if enabled is True and mode == "off":
+        return "bar"
+    return mode
+
+
+def progress_bar(total: int, desc: str, enabled: bool | None = None):
+    """A tqdm bar that works in Jupyter, in the static HTML (as a widget) and in a terminal;
+    disabled unless :func:`progress_mode` is ``"bar"`` (``tqdm.notebook`` ignores
+    ``TQDM_DISABLE``)."""
     from tqdm.auto import tqdm
 
-    if enabled is None:
-        enabled = os.environ.get(PROGRESS_ENV_VAR, "1") != "0"
+    enabled = progress_mode(enabled) == "bar"
     return tqdm(total=total, desc=desc, unit="step", disable=not enabled, leave=True)
+
+
+def summary_line(desc: str, history: History) -> str:
+    """The one line the executed book shows for a training: ``trained LSTM: 2,000 steps in
+    41 s, final loss 0.123`` (and why it stopped, if it stopped early)."""
+    seconds = history.seconds
+    took = f"{seconds:.1f} s" if seconds < 10 else f"{seconds:,.0f} s"
+    name = "" if desc == "training" else f" {desc}"  # fit's default says nothing more
+    line = f"trained{name}: {history.steps:,} steps in {took}"
+    if history.loss:
+        line += f", final loss {history.loss[-1]:.4g}"
+    if history.stopped:
+        line += f" (stopped: {history.stopped})"
+    return line
 
 
 def _finish_bar(bar, done: int) -> None:
@@ -224,6 +270,8 @@ def fit(
         on_nonfinite: ``"raise"`` a :class:`NonFiniteError` naming the step when the loss or
             gradient is NaN/inf, or ``"stop"`` training there and record why in ``stopped``.
             Either way the optimizer never takes a non-finite step.
+        desc, progress: the name of the training and whether to show its progress: a live
+            bar, one :func:`summary_line` when it ends, or nothing (:func:`progress_mode`).
     """
     check_positive_int(steps, "steps")
     check_choice(on_nonfinite, "on_nonfinite", ("raise", "stop"))
@@ -234,6 +282,7 @@ def fit(
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     history = History()
     start = time.perf_counter()
+    summary = progress_mode(progress) == "summary"
     bar = progress_bar(steps, desc, progress)
     model.train()
 
@@ -277,6 +326,8 @@ def fit(
     finally:
         _finish_bar(bar, history.steps)
         history.seconds = time.perf_counter() - start
+    if summary:
+        print(summary_line(desc, history), flush=True)
     return history
 
 

@@ -91,19 +91,11 @@ def finals(curves: dict[str, list[list[dict]]], metric: str) -> dict[str, list[f
 
 
 def arena_style(name: str) -> dict:
-    """Matplotlib keywords of arena model ``name`` (a key of ``zoo.MODELS``), the same on every
-    figure of both pages: one colour and one marker per model, the first seven solid with
-    filled markers, the other five dash-dotted with open ones (seven colours for twelve
-    models, so the marker tells them apart)."""
-    order = list(zoo.MODELS)
-    if name not in order:
-        raise ValueError(f"name must be one of the arena's models {order}, got {name!r}")
-    k = order.index(name)
-    solid = k < 7
-    return dict(
-        color=plot.PALETTE[k % 7],
-        marker="osD^v<>PX*hd"[k],
-        markersize=5,
-        linestyle="-" if solid else "-.",
-        fillstyle="full" if solid else "none",
-    )
+    """Matplotlib keywords of arena model ``name`` (a key of ``zoo.MODELS``): the book's style
+    of the model its label names (:func:`rnnbook.plot.model_style`), so that the LSTM of
+    Chapter 10 looks as it does in Chapter 2, with markers of size 5 for the curves' many
+    points. Models that share a colour (the SRN and the two orthogonal RNNs, the two LSTMs,
+    the NTM and the DNC, the two Transformers) differ in marker and line style."""
+    if name not in zoo.MODELS:
+        raise ValueError(f"name must be one of the arena's models {list(zoo.MODELS)}, got {name!r}")
+    return dict(plot.model_style(zoo.entry_of(name).label), markersize=5)

@@ -15,9 +15,14 @@ Order: S_ic with R_CB, R_NS, then R_MSURE with u_target = 0.5; S_c (M = 2) the s
 with R_MSURE at u_target = 0.2, and with R_CB at lambda 0.1 for seeds 1 and 2 (``CB_SEEDS``);
 the zoneout grid at p = 0.1, 0.3, 0.5, 0.7; R_NS at 0.05 and 100 (``EXTRA_NS``) for S_ic, then
 R_MSURE with u_target = 0.2 and the same R_NS for S_c;
-the zoneout grid at p = 0.2, 0.4, 0.6, 0.8, 0.9, but Z_c at p = 0.2, which is Chapter 7's
-``ptb-slice-zc`` (committed) under another name; S_fc's sweep; last the grid at p = 1, which
-computes the LSTM exactly (:mod:`rnnbook.runs.zoneout_grid`).
+Chapter 7's levers on the rate (:func:`rnnbook.runs.penalty_sweep.levers`: the threshold, a
+tempered surrogate, a penalty on the margins); the zoneout grid at p = 0.2, 0.4, 0.6, 0.8, 0.9,
+but Z_c at p = 0.2, which is Chapter 7's ``ptb-slice-zc`` (committed) under another name;
+S_fc's sweep; last the grid at p = 1, which computes the LSTM exactly
+(:mod:`rnnbook.runs.zoneout_grid`).
+
+Two queues may run at once (one a core): a run in progress holds ``<root>/<name>/running.pid``
+with its queue's process id, and a queue passes over a run whose holder is alive.
 
 ``--list`` prints every run's state (done, failed, at step N, pending) and exits; ``--table``
 prints one line for every finished run (:func:`table_row`).
@@ -68,6 +73,7 @@ def jobs() -> list[tuple[str, dict]]:
     order += _penalty("sba-ic", "ns", (5e-2,) + EXTRA_NS)
     order += _penalty("sba-c2", "msure", penalty_sweep.LAMBDAS["msure"], 0.2)
     order += _penalty("sba-c2", "ns", (5e-2,) + EXTRA_NS)
+    order += [("penalty", kw) for kw in penalty_sweep.levers()]
     second = zoneout_grid.grid((0.2, 0.4, 0.6, 0.8, 0.9))
     order += [("zgrid", kw) for kw in second if (kw["variant"], kw["p"]) != ("c", 0.2)]
     order += [("penalty", kw) for kw in penalty_sweep.grid(("sba-fc",))]
@@ -96,12 +102,26 @@ def command(task: str, kwargs: dict, folder: Path) -> list[str]:
     return argv + ["--out-dir", str(folder), "--resume", "--threads", "1"]
 
 
+def holder_of(folder: Path) -> int | None:
+    """The process id of the live queue that is training this run, or None."""
+    try:
+        pid = int((folder / "running.pid").read_text())
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except (OSError, ValueError):
+        return None
+    return pid
+
+
 def state_of(folder: Path) -> str:
-    """``"done"``, ``"failed"``, ``"at step N"`` (a snapshot's curve) or ``"pending"``."""
+    """``"done"``, ``"failed"``, ``"running (queue N)"``, ``"at step N"`` (a snapshot's curve)
+    or ``"pending"``."""
     if (folder / "summary.json").is_file():
         return "done"
     if (folder / "failed.txt").is_file():
         return "failed"
+    holder = holder_of(folder)
+    if holder is not None and holder != os.getpid():
+        return f"running (queue {holder})"
     curve = folder / "learning_curve.csv"
     if curve.is_file():
         rows = read_curve(curve)
@@ -156,7 +176,7 @@ def run_queue(root: Path, limit: int | None = None) -> int:
         if state == "done":
             ensure_curve(name, folder)
             continue
-        if state == "failed":
+        if state == "failed" or state.startswith("running"):
             continue
         if (root / "STOP").exists():
             log(f"found {root / 'STOP'}: the queue stops before {name}")
@@ -168,7 +188,11 @@ def run_queue(root: Path, limit: int | None = None) -> int:
         log(f"{name}: {state}; starting {' '.join(argv[1:])}")
         before, tic = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         env = {**os.environ, "OMP_NUM_THREADS": "1", "RNNBOOK_PROGRESS": "0"}
-        code = subprocess.call(argv, env=env, cwd=project_root())
+        (folder / "running.pid").write_text(str(os.getpid()))
+        try:
+            code = subprocess.call(argv, env=env, cwd=project_root())
+        finally:
+            (folder / "running.pid").unlink(missing_ok=True)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         wall = time.perf_counter() - tic

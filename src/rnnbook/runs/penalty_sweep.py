@@ -25,6 +25,19 @@ Models (``--model``): ``sba-ic`` (S_ic, M = H) and ``sba-c2`` (S_c, M = 2, max p
 cells of Chapter 6's long runs, and ``sba-fc`` (S_fc, M = H, the forget-gate variant of
 Chapter 6's full profile); theta = 1e-4, no decay.
 
+Chapter 7's levers on the rate, beyond the source's penalties (:func:`levers`):
+
+* ``--penalty none --theta θ``: no penalty, a larger threshold θ of (sba-decision), the same
+  initial weights (θ is not a weight); with ``--theta-from k`` the run keeps the cell's θ = 1e-4
+  for its first k passes and trains with θ from then on (a threshold of 0.1 or more stops
+  every update of the untrained network, whose surprisals change by less than 0.08 a step);
+* ``--tau τ`` with ``cb`` or ``msure``: the decisions through a tempered surrogate,
+  ``[m > 0]`` forward and the derivative of ``sigmoid(m / τ)`` backward
+  (:func:`tempered_straight_through`), which pushes the margins near the threshold hardest;
+* ``margin``: R_margin = λ · mean over the window's steps, streams and modules of
+  ``max(m, 0)``, a penalty on the margins themselves (:func:`margin_penalty`), whose gradient
+  lowers the surprisal rise of every module that updates.
+
 The learning curve, after every pass: ``valid_ppl`` (SBA+M), ``valid_ppl_plain`` (SBA+R) and
 ``valid_u`` on the validation text, as in Chapter 6's runs; and over the pass's 90 training
 windows ``train_ce`` (the mean cross-entropy, nats per word), ``train_penalty`` (the mean R),
@@ -68,13 +81,21 @@ from rnnbook.runs import wordlm
 from rnnbook.runtime import seed_everything
 from rnnbook.train import BPTTWindows, token_cross_entropy
 
-PENALTIES = ("cb", "msure", "ns")
+SOURCE_PENALTIES = ("cb", "msure", "ns")  # the source's three, (pen-cb)-(pen-ns)
+PENALTIES = SOURCE_PENALTIES + ("margin", "none")  # and Chapter 7's levers
 # the lambda grids of the spec (zoneout.md, section 4.3); NS 0.05 is the source's edge
 LAMBDAS = {
     "cb": (1e-4, 1e-3, 1e-2, 1e-1),
     "msure": (0.1, 1.0, 10.0, 100.0),
     "ns": (1e-3, 1e-2, 5e-2, 1e-1, 1.0, 10.0),
 }
+# Chapter 7's levers (see the module's text), chosen from the trained S_ic's margins on the
+# validation text: s_t - s_ref has quartiles -0.31, 0.30 and 0.85, and a threshold of 1 would
+# keep 18 % of its updates without retraining
+LEVER_THETAS = {"sba-ic": (0.01, 0.03, 0.3, 1.0), "sba-c2": (0.01,)}  # from the first update
+LEVER_WARM = {"sba-ic": ((0.1, 12), (0.3, 12))}  # (theta, the passes with 1e-4 before it)
+LEVER_TAUS = (0.1, 0.3, 1.0)  # tempered surrogate, with R_MSURE (u_target 0.2, lambda 10)
+LEVER_MARGIN_LAMBDAS = (0.1, 1.0, 10.0)
 U_TARGETS = (0.2, 0.5)
 MODELS = {
     "sba-ic": wordlm.MODELS["sba-ic"],
@@ -90,8 +111,24 @@ PASSES, PER_PASS = 25, -(-(wordlm.N_TRAIN // wordlm.STREAMS - 1) // wordlm.K)  #
 TALLY = ("windows", "train_ce", "train_penalty", "ri", "train_u", "train_penalty_raw")
 
 
-def check_penalty(model: str, penalty: str, lam: float, u_target: float | None) -> None:
-    """Refuse a model, penalty, lambda or target the runs do not know, saying what came."""
+def _check_positive(label: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{label} must be a positive number, got {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{label} must be a positive number, got {value!r}")
+
+
+def check_penalty(
+    model: str,
+    penalty: str,
+    lam: float,
+    u_target: float | None,
+    theta: float | None = None,
+    tau: float | None = None,
+    theta_from: int | None = None,
+) -> None:
+    """Refuse a model, penalty, lambda, target, threshold, temperature or warm-up the runs do
+    not know, saying what came."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
     if penalty not in PENALTIES:
@@ -107,16 +144,87 @@ def check_penalty(model: str, penalty: str, lam: float, u_target: float | None) 
             raise ValueError(f"msure needs u_target, a number in [0, 1], got {u_target!r}")
     elif u_target is not None:
         raise ValueError(f"u_target belongs to msure only, got {u_target!r} for {penalty}")
+    if penalty == "none" and lam != 0:
+        raise ValueError(f"penalty 'none' takes lam = 0, got {lam!r}")
+    for label, value in (("theta", theta), ("tau", tau)):
+        if value is not None:
+            _check_positive(label, value)
+    if theta_from is not None:
+        if theta is None:
+            raise ValueError(f"theta_from needs theta, got theta_from={theta_from!r} alone")
+        if isinstance(theta_from, bool) or not isinstance(theta_from, int) or theta_from < 1:
+            raise ValueError(
+                f"theta_from must be a whole number of passes >= 1, got {theta_from!r}"
+            )
+    if tau is not None and penalty not in ("cb", "msure"):
+        raise ValueError(
+            f"tau (the surrogate's temperature) belongs to cb and msure, got {penalty}"
+        )
 
 
 def run_name(
-    model: str, penalty: str, lam: float, u_target: float | None = None, seed: int = 0
+    model: str,
+    penalty: str,
+    lam: float,
+    u_target: float | None = None,
+    seed: int = 0,
+    theta: float | None = None,
+    tau: float | None = None,
+    theta_from: int | None = None,
 ) -> str:
-    """``ptb-slice-<model>-<penalty>[-ut<u_target>]-lam<lambda>[-seed<k>]``, e.g.
-    ``ptb-slice-sba-ic-msure-ut0.5-lam10``."""
-    check_penalty(model, penalty, lam, u_target)
+    """``ptb-slice-<model>-<penalty>[-ut<u_target>]-lam<lambda>[-tau<τ>][-theta<θ>[-from<k>]]
+    [-seed<k>]``, e.g. ``ptb-slice-sba-ic-msure-ut0.5-lam10``; without a penalty
+    ``ptb-slice-<model>-theta<θ>[-from<k>][-seed<k>]``."""
+    check_penalty(model, penalty, lam, u_target, theta, tau, theta_from)
+    end = (
+        (f"-theta{theta:g}" if theta is not None else "")
+        + (f"-from{theta_from}" if theta_from is not None else "")
+        + (f"-seed{seed}" if seed else "")
+    )
+    if penalty == "none":
+        return f"ptb-slice-{model}{end}"
     target = f"-ut{u_target:g}" if penalty == "msure" else ""
-    return f"ptb-slice-{model}-{penalty}{target}-lam{lam:g}" + (f"-seed{seed}" if seed else "")
+    temperature = f"-tau{tau:g}" if tau is not None else ""
+    return f"ptb-slice-{model}-{penalty}{target}-lam{lam:g}{temperature}{end}"
+
+
+class _TemperedStraightThrough(torch.autograd.Function):
+    """``[m > 0]`` forward; backward the derivative of ``sigmoid(m / τ)``."""
+
+    @staticmethod
+    def forward(margin: torch.Tensor, tau: float) -> torch.Tensor:
+        return (margin > 0).to(margin.dtype)  # exactly 0 or 1, as (pen-ste)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        margin, tau = inputs
+        ctx.save_for_backward(margin)
+        ctx.tau = tau
+
+    @staticmethod
+    def backward(ctx, grad_b: torch.Tensor):
+        (margin,) = ctx.saved_tensors
+        s = torch.sigmoid(margin / ctx.tau)
+        return grad_b * s * (1 - s) / ctx.tau, None
+
+
+def tempered_straight_through(margin: torch.Tensor, tau: float) -> torch.Tensor:
+    """The decisions ``[m > 0]`` (exactly 0 or 1) with the derivative of ``sigmoid(m / τ)``,
+    ``σ(m/τ)(1 − σ(m/τ))/τ``, in place of (pen-ste)'s 1: at most ``1/(4τ)``, at ``m = 0``, and
+    small for margins far from the threshold."""
+    if not isinstance(margin, torch.Tensor) or not margin.is_floating_point():
+        raise TypeError(f"margin must be a floating-point tensor, got {type(margin).__name__}")
+    _check_positive("tau", tau)
+    return _TemperedStraightThrough.apply(margin, float(tau))
+
+
+def margin_penalty(margins: torch.Tensor, lam: float) -> torch.Tensor:
+    """R_margin = λ · mean(max(m, 0)) over the window's margins (T, B, M): zero for a module
+    that keeps, and for one that updates the amount by which its surprisal rose past θ."""
+    if not isinstance(margins, torch.Tensor) or margins.dim() != 3:
+        shape = tuple(margins.shape) if isinstance(margins, torch.Tensor) else type(margins)
+        raise ValueError(f"margins must be a (T, B, M) tensor, got {shape}")
+    return float(lam) * torch.relu(margins).mean()  # relu: no gradient at m = 0, a keep
 
 
 class PenalisedLoss:
@@ -128,22 +236,45 @@ class PenalisedLoss:
     The batch is ``(step, (index, x, y))``: the run's step and the window.
     """
 
-    def __init__(self, penalty: str, lam: float, u_target: float | None, per_pass: int):
+    def __init__(
+        self,
+        penalty: str,
+        lam: float,
+        u_target: float | None,
+        per_pass: int,
+        tau: float | None = None,
+        theta_from: tuple[float, int] | None = None,
+    ):
         self.penalty, self.lam, self.u_target, self.per_pass = penalty, lam, u_target, per_pass
+        self.tau = tau
+        self.theta_from = theta_from  # (theta, the first step that uses it), or None
         self.state = None
 
+    def decisions(self, margins: torch.Tensor) -> torch.Tensor:
+        """The 0/1 decisions with the surrogate's derivative: (pen-ste), or tempered."""
+        if self.tau is None:
+            return straight_through(margins)  # (pen-ste): 0/1 forward, d/dm = 1
+        return tempered_straight_through(margins, self.tau)
+
     def penalty_of(self, margins, h, h0) -> torch.Tensor:
-        """R of one window: margins (T, B, M) (CB, MSURE), states h (B, T, H) and h0 (B, H)."""
+        """R of one window: margins (T, B, M) (CB, MSURE, margin), states h (B, T, H) and
+        h0 (B, H) (NS); zero for ``none``."""
         if self.penalty == "cb":
-            return budget_penalty(straight_through(margins), self.lam)  # (pen-cb), (pen-ste)
+            return budget_penalty(self.decisions(margins), self.lam)  # (pen-cb)
         if self.penalty == "msure":
-            decisions = straight_through(margins)  # (pen-ste): 0/1 forward, d/dm = 1
-            return msure_penalty(decisions, self.u_target, self.lam)  # (pen-msure)
+            return msure_penalty(self.decisions(margins), self.u_target, self.lam)  # (pen-msure)
+        if self.penalty == "margin":
+            return margin_penalty(margins, self.lam)
+        if self.penalty == "none":
+            return h.new_zeros(())
         return norm_stabiliser(h, h0, self.lam)  # (pen-ns)
 
     def __call__(self, model: LanguageModel, batch) -> torch.Tensor:
         step, (index, x, y) = batch
         cell, tally = model.cell, model.penalty_tally
+        if self.theta_from is not None:  # the warm-up: the cell's own threshold until then
+            theta, first = self.theta_from
+            cell.theta = theta if step >= first else wordlm.THETA
         if step % self.per_pass == 0:  # a new pass: a new row of the curve
             tally.zero_()
         state_in = None if index == 0 else self.state
@@ -151,7 +282,7 @@ class PenalisedLoss:
             h0 = torch.zeros(x.shape[0], cell.hidden_size)  # (B, H): the zero state
         else:
             h0 = state_in[0][0]  # (B, H), detached when it was carried
-        cell.margins = [] if self.penalty in ("cb", "msure") else None
+        cell.margins = [] if self.penalty in ("cb", "msure", "margin") else None
         cell.reset_tally()
         try:
             h, state = model.core(model.embedding(x), state_in)  # h (B, T, H)
@@ -179,11 +310,15 @@ def tally_columns(model: LanguageModel) -> dict[str, float]:
     return {key: value / tally[0] for key, value in zip(TALLY[1:], tally[1:])}
 
 
-def build_penalised_lm(model: str) -> LanguageModel:
-    """Chapter 6's language model around the cell ``model``, with the empty tally buffer."""
+def build_penalised_lm(model: str, theta: float | None = None) -> LanguageModel:
+    """Chapter 6's language model around the cell ``model``, with the empty tally buffer;
+    ``theta`` replaces the cell's threshold (the weights are the same for every θ)."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
     lm = LanguageModel(wordlm.VOCAB, MODELS[model](), tie_weights=True)
+    if theta is not None:
+        _check_positive("theta", theta)
+        lm.cell.theta = float(theta)
     lm.register_buffer("penalty_tally", torch.zeros(len(TALLY), dtype=torch.float64))
     return lm
 
@@ -231,36 +366,56 @@ def penalty_run(
     passes: int = PASSES,
     lr: float = 3e-3,
     name: str | None = None,
+    theta: float | None = None,
+    tau: float | None = None,
+    theta_from: int | None = None,
 ) -> longrun.LongRun:
-    """The long run of ``model`` trained with ``penalty`` at ``lam`` (see the module's text)."""
-    check_penalty(model, penalty, lam, u_target)
+    """The long run of ``model`` trained with ``penalty`` at ``lam`` (see the module's text);
+    ``theta`` replaces the threshold (from pass ``theta_from`` on, if given), ``tau`` tempers
+    the surrogate."""
+    check_penalty(model, penalty, lam, u_target, theta, tau, theta_from)
     lam = float(lam)
     u_target = None if u_target is None else float(u_target)
 
     def build_model() -> LanguageModel:
         seed_everything(seed)  # the chapters' initial weights: torch.manual_seed(seed) first
-        return build_penalised_lm(model)
+        return build_penalised_lm(model, theta if theta_from is None else None)
 
     def evaluate(lm: LanguageModel) -> dict[str, float]:
         return {**wordlm.evaluate_word_lm(lm, valid_streams()), **tally_columns(lm)}
 
-    described = {"cb": "R_CB (pen-cb)", "msure": "R_MSURE (pen-msure)", "ns": "R_NS (pen-ns)"}
+    described = {"cb": "R_CB (pen-cb)", "msure": "R_MSURE (pen-msure)", "ns": "R_NS (pen-ns)",
+                 "margin": "R_margin = lambda mean(max(m, 0))", "none": None}  # fmt: skip
+    surrogate = "straight-through surrogate on the margins (pen-ste)"
+    if tau is not None:
+        surrogate = f"[m > 0] forward, the derivative of sigmoid(m / {tau:g}) backward"
     config = slice_config(DESCRIPTIONS[model], model, seed, passes, lr)
     config["penalty"] = {
         "name": penalty,
         "lambda": lam,
         "u_target": u_target,
-        "decisions": "straight-through surrogate on the margins (pen-ste)"
-        if penalty != "ns"
-        else None,
+        "decisions": surrogate if penalty in ("cb", "msure") else None,
         "equation": described[penalty],
     }
+    if tau is not None:
+        config["penalty"]["tau"] = float(tau)
+    if theta is not None:
+        config["theta"] = float(theta)
+    if theta_from is not None:
+        config["theta_from_pass"] = theta_from
     return longrun.LongRun(
-        name=name or run_name(model, penalty, lam, u_target, seed),
+        name=name or run_name(model, penalty, lam, u_target, seed, theta, tau, theta_from),
         config=config,
         build_model=build_model,
         batch=lambda step: (step, slice_windows()(step)),
-        loss_fn=PenalisedLoss(penalty, lam, u_target, PER_PASS),
+        loss_fn=PenalisedLoss(
+            penalty,
+            lam,
+            u_target,
+            PER_PASS,
+            tau,
+            None if theta_from is None else (float(theta), theta_from * PER_PASS),
+        ),
         evaluate=evaluate,
         optimizer=lambda parameters: torch.optim.Adam(parameters, lr=lr),
         steps=passes * PER_PASS,
@@ -305,11 +460,29 @@ def grid(models=("sba-ic", "sba-c2"), seed: int = 0) -> list[dict]:
     targets; as keyword arguments of :func:`penalty_run`."""
     runs = []
     for model in models:
-        for penalty in PENALTIES:
+        for penalty in SOURCE_PENALTIES:
             for target in U_TARGETS if penalty == "msure" else (None,):
                 for lam in LAMBDAS[penalty]:
                     runs.append(dict(model=model, penalty=penalty, lam=lam, u_target=target,
                                      seed=seed))  # fmt: skip
+    return runs
+
+
+def levers() -> list[dict]:
+    """Chapter 7's levers on the rate (see the module's text), as keyword arguments of
+    :func:`penalty_run`: the threshold without a penalty (from the first update, and after a
+    warm-up with the cell's own), the tempered surrogate under R_MSURE
+    (u_target 0.2, lambda 10: inside the source's window of RI, where the plain surrogate left
+    S_ic's rate near 0.5), and the margin penalty, all on S_ic; the threshold also on S_c."""
+    runs = []
+    for model, thetas in LEVER_THETAS.items():
+        runs += [dict(model=model, penalty="none", lam=0.0, theta=theta) for theta in thetas]
+    for model, settings in LEVER_WARM.items():
+        runs += [dict(model=model, penalty="none", lam=0.0, theta=theta, theta_from=k)
+                 for theta, k in settings]  # fmt: skip
+    runs += [dict(model="sba-ic", penalty="msure", lam=10.0, u_target=0.2, tau=tau)
+             for tau in LEVER_TAUS]  # fmt: skip
+    runs += [dict(model="sba-ic", penalty="margin", lam=lam) for lam in LEVER_MARGIN_LAMBDAS]
     return runs
 
 
@@ -349,7 +522,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--model", choices=sorted(MODELS), default="sba-ic")
     parser.add_argument("--penalty", choices=PENALTIES, required=True)
-    parser.add_argument("--lam", type=float, required=True, help="the penalty's weight lambda")
+    parser.add_argument("--lam", type=float, default=0.0, help="the penalty's weight lambda")
+    parser.add_argument(
+        "--theta",
+        type=float,
+        default=None,
+        help="the decision's threshold (default the cell's, 1e-4)",
+    )
+    parser.add_argument("--tau", type=float, default=None,
+                        help="cb, msure: the tempered surrogate's temperature")  # fmt: skip
+    parser.add_argument("--theta-from", type=int, default=None,
+                        help="passes with theta 1e-4 before --theta")  # fmt: skip
     parser.add_argument("--u-target", type=float, default=None, help="msure's target rate")
     parser.add_argument("--passes", type=int, default=PASSES)
     parser.add_argument("--seed", type=int, default=0)
@@ -358,7 +541,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     longrun.check_run_arguments(parser, args, ("passes", "threads"), positive=("lr",))
     try:
-        check_penalty(args.model, args.penalty, args.lam, args.u_target)
+        check_penalty(
+            args.model, args.penalty, args.lam, args.u_target, args.theta, args.tau, args.theta_from
+        )
     except ValueError as error:
         parser.error(str(error))
     return args
@@ -376,6 +561,9 @@ def main(argv=None) -> int:
         passes=args.passes,
         lr=args.lr,
         name=args.name,
+        theta=args.theta,
+        tau=args.tau,
+        theta_from=args.theta_from,
     )
     return publish_curve_only(
         run, args.out_dir, resume=args.resume, threads=args.threads,
