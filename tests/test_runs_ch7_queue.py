@@ -23,7 +23,7 @@ def test_the_queue_holds_every_run_once_in_the_briefs_order():
     # three SBA sweeps and the zoneout grid, but Z_c at p = 0.2: Chapter 7's ptb-slice-zc
     # and NS at 100, and R_CB at 0.1 with two more seeds
     # and Chapter 7's thirteen levers on the rate (threshold, tempered surrogate, margins)
-    assert len(order) == len(set(order)) == 3 * 18 + 2 + 40 - 1 + 2 + 13
+    assert len(order) == len(set(order)) == 3 * 18 + 2 + 40 - 1 + 2 + 13 + 6
     assert "ptb-slice-zc-p0.2" not in order
     assert order[:4] == [f"ptb-slice-sba-ic-cb-lam{lam:g}" for lam in (1e-4, 1e-3, 1e-2, 1e-1)]
     assert order[4:9] == [f"ptb-slice-sba-ic-ns-lam{lam:g}" for lam in (1e-3, 1e-2, 0.1, 1, 10)]
@@ -36,6 +36,10 @@ def test_the_queue_holds_every_run_once_in_the_briefs_order():
     assert order[-4:] == [f"ptb-slice-z{v}-p1" for v in ("ch", "f", "i", "c")]  # the LSTM
     levers = [penalty_sweep.run_name(**kw) for kw in penalty_sweep.levers()]
     assert order[56 : 56 + 13] == levers  # after S_c's extra runs, before the grid's second half
+    seeded = [penalty_sweep.run_name(**kw) for kw in penalty_sweep.lever_seeds()]
+    assert order[69 : 69 + 6] == seeded and all(
+        name.endswith(("-seed1", "-seed2")) for name in seeded
+    )
     every = {
         penalty_sweep.run_name(**kw) for kw in penalty_sweep.grid(("sba-ic", "sba-c2", "sba-fc"))
     }
@@ -154,13 +158,15 @@ def test_a_committed_curve_is_its_runs_from_the_same_untrained_model(name):
             assert row["train_u"] > 0 or kwargs.get("theta", 0) >= 0.1
         if kwargs["model"] == "sba-fc":
             return  # Chapter 6 has no long run of S_fc to compare with
+        seed = f"-seed{kwargs['seed']}" if kwargs.get("seed") else ""  # the same seed's run
         if kwargs.get("theta") is not None:  # another threshold: only the plain LSTM agrees
-            chapter = longrun.read_curve(COMMITTED / f"ptb-slice-{kwargs['model']}.curve.csv")[0]
+            chapter = longrun.read_curve(
+                COMMITTED / f"ptb-slice-{kwargs['model']}{seed}.curve.csv"
+            )[0]
             assert abs(first["valid_ppl_plain"] - chapter["valid_ppl_plain"]) <= 1.1e-5 * abs(
                 chapter["valid_ppl_plain"]
             )
             return
-        seed = f"-seed{kwargs['seed']}" if kwargs.get("seed") else ""  # the same seed's run
         chapter = longrun.read_curve(COMMITTED / f"ptb-slice-{kwargs['model']}{seed}.curve.csv")[0]
         for key in ("valid_ppl", "valid_ppl_plain", "valid_u"):
             # the curves keep six significant digits: one unit of the last may differ

@@ -380,6 +380,19 @@ def test_a_warm_threshold_starts_with_the_cells_own_and_switches_at_its_pass(tin
     assert lm.cell.theta == wordlm.THETA  # the first pass (two windows here)
     run.loss_fn(lm, run.batch(2))
     assert lm.cell.theta == 0.3  # from the second pass on
+    assert float(lm.threshold) == 0.3  # and saved with the weights
+
+
+def test_a_warm_threshold_run_reloads_deciding_as_it_trained(tiny_slice, tmp_path):
+    """The published checkpoint is evaluated again after a reload (longrun.publish): with the
+    threshold in a buffer the reloaded model decides with the run's last threshold."""
+    run = short(ps.penalty_run(model="sba-ic", penalty="none", lam=0.0, theta=0.3, theta_from=1))
+    result = longrun.train(run, tmp_path / "run", report=None)
+    assert float(result.model.threshold) == 0.3
+    reloaded = run.build_model()
+    reloaded.load_state_dict(result.model.state_dict())
+    assert run.evaluate(reloaded) == run.evaluate(result.model)
+    assert result.rows[0]["valid_u"] > 0.3  # the untrained model with the cell's own theta
 
 
 def test_a_threshold_above_the_untrained_surprisal_changes_stops_every_update(tiny_slice):

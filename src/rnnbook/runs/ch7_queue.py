@@ -16,7 +16,7 @@ with R_MSURE at u_target = 0.2, and with R_CB at lambda 0.1 for seeds 1 and 2 (`
 the zoneout grid at p = 0.1, 0.3, 0.5, 0.7; R_NS at 0.05 and 100 (``EXTRA_NS``) for S_ic, then
 R_MSURE with u_target = 0.2 and the same R_NS for S_c;
 Chapter 7's levers on the rate (:func:`rnnbook.runs.penalty_sweep.levers`: the threshold, a
-tempered surrogate, a penalty on the margins); the zoneout grid at p = 0.2, 0.4, 0.6, 0.8, 0.9,
+tempered surrogate, a penalty on the margins), three of them with two more seeds; the zoneout grid at p = 0.2, 0.4, 0.6, 0.8, 0.9,
 but Z_c at p = 0.2, which is Chapter 7's ``ptb-slice-zc`` (committed) under another name;
 S_fc's sweep; last the grid at p = 1, which computes the LSTM exactly
 (:mod:`rnnbook.runs.zoneout_grid`).
@@ -74,6 +74,7 @@ def jobs() -> list[tuple[str, dict]]:
     order += _penalty("sba-c2", "msure", penalty_sweep.LAMBDAS["msure"], 0.2)
     order += _penalty("sba-c2", "ns", (5e-2,) + EXTRA_NS)
     order += [("penalty", kw) for kw in penalty_sweep.levers()]
+    order += [("penalty", kw) for kw in penalty_sweep.lever_seeds()]
     second = zoneout_grid.grid((0.2, 0.4, 0.6, 0.8, 0.9))
     order += [("zgrid", kw) for kw in second if (kw["variant"], kw["p"]) != ("c", 0.2)]
     order += [("penalty", kw) for kw in penalty_sweep.grid(("sba-fc",))]

@@ -96,6 +96,7 @@ LEVER_THETAS = {"sba-ic": (0.01, 0.03, 0.3, 1.0), "sba-c2": (0.01,)}  # from the
 LEVER_WARM = {"sba-ic": ((0.1, 12), (0.3, 12))}  # (theta, the passes with 1e-4 before it)
 LEVER_TAUS = (0.1, 0.3, 1.0)  # tempered surrogate, with R_MSURE (u_target 0.2, lambda 10)
 LEVER_MARGIN_LAMBDAS = (0.1, 1.0, 10.0)
+LEVER_SEEDS = (1, 2)  # the levers that moved S_ic's rate most, trained again with these seeds
 U_TARGETS = (0.2, 0.5)
 MODELS = {
     "sba-ic": wordlm.MODELS["sba-ic"],
@@ -275,6 +276,7 @@ class PenalisedLoss:
         if self.theta_from is not None:  # the warm-up: the cell's own threshold until then
             theta, first = self.theta_from
             cell.theta = theta if step >= first else wordlm.THETA
+            model.threshold.fill_(cell.theta)  # saved with the weights
         if step % self.per_pass == 0:  # a new pass: a new row of the curve
             tally.zero_()
         state_in = None if index == 0 else self.state
@@ -310,9 +312,11 @@ def tally_columns(model: LanguageModel) -> dict[str, float]:
     return {key: value / tally[0] for key, value in zip(TALLY[1:], tally[1:])}
 
 
-def build_penalised_lm(model: str, theta: float | None = None) -> LanguageModel:
+def build_penalised_lm(model: str, theta: float | None = None, warm: bool = False) -> LanguageModel:
     """Chapter 6's language model around the cell ``model``, with the empty tally buffer;
-    ``theta`` replaces the cell's threshold (the weights are the same for every θ)."""
+    ``theta`` replaces the cell's threshold (the weights are the same for every θ). With
+    ``warm``, the threshold in use travels with the weights in the buffer ``threshold``
+    (the cell's own at first), so that a reloaded checkpoint decides as the run did."""
     if model not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}, got {model!r}")
     lm = LanguageModel(wordlm.VOCAB, MODELS[model](), tie_weights=True)
@@ -320,6 +324,8 @@ def build_penalised_lm(model: str, theta: float | None = None) -> LanguageModel:
         _check_positive("theta", theta)
         lm.cell.theta = float(theta)
     lm.register_buffer("penalty_tally", torch.zeros(len(TALLY), dtype=torch.float64))
+    if warm:
+        lm.register_buffer("threshold", torch.tensor(lm.cell.theta, dtype=torch.float64))
     return lm
 
 
@@ -379,9 +385,13 @@ def penalty_run(
 
     def build_model() -> LanguageModel:
         seed_everything(seed)  # the chapters' initial weights: torch.manual_seed(seed) first
-        return build_penalised_lm(model, theta if theta_from is None else None)
+        if theta_from is None:
+            return build_penalised_lm(model, theta)
+        return build_penalised_lm(model, warm=True)  # theta from pass theta_from on
 
     def evaluate(lm: LanguageModel) -> dict[str, float]:
+        if hasattr(lm, "threshold"):  # a warm threshold: the one the run uses now
+            lm.cell.theta = float(lm.threshold)
         return {**wordlm.evaluate_word_lm(lm, valid_streams()), **tally_columns(lm)}
 
     described = {"cb": "R_CB (pen-cb)", "msure": "R_MSURE (pen-msure)", "ns": "R_NS (pen-ns)",
@@ -484,6 +494,15 @@ def levers() -> list[dict]:
              for tau in LEVER_TAUS]  # fmt: skip
     runs += [dict(model="sba-ic", penalty="margin", lam=lam) for lam in LEVER_MARGIN_LAMBDAS]
     return runs
+
+
+def lever_seeds() -> list[dict]:
+    """The levers that moved S_ic's rate furthest at a small cost (the tempered surrogate at
+    tau = 0.1 and 0.3, the threshold 0.3 after 12 passes), with the seeds ``LEVER_SEEDS``."""
+    chosen = [dict(model="sba-ic", penalty="msure", lam=10.0, u_target=0.2, tau=tau)
+              for tau in (0.1, 0.3)]  # fmt: skip
+    chosen.append(dict(model="sba-ic", penalty="none", lam=0.0, theta=0.3, theta_from=12))
+    return [{**kw, "seed": seed} for seed in LEVER_SEEDS for kw in chosen]
 
 
 # --- the command line ------------------------------------------------------------------------
