@@ -23,7 +23,7 @@ def test_the_queue_holds_every_run_once_in_the_briefs_order():
     # three SBA sweeps and the zoneout grid, but Z_c at p = 0.2: Chapter 7's ptb-slice-zc
     # and NS at 100, and R_CB at 0.1 with two more seeds
     # and Chapter 7's thirteen levers on the rate (threshold, tempered surrogate, margins)
-    assert len(order) == len(set(order)) == 3 * 18 + 2 + 40 - 1 + 2 + 13 + 6
+    assert len(order) == len(set(order)) == 3 * 18 + 2 + 40 - 1 + 2 + 13 + 6 + 4
     assert "ptb-slice-zc-p0.2" not in order
     assert order[:4] == [f"ptb-slice-sba-ic-cb-lam{lam:g}" for lam in (1e-4, 1e-3, 1e-2, 1e-1)]
     assert order[4:9] == [f"ptb-slice-sba-ic-ns-lam{lam:g}" for lam in (1e-3, 1e-2, 0.1, 1, 10)]

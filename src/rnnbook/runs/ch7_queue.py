@@ -16,7 +16,7 @@ with R_MSURE at u_target = 0.2, and with R_CB at lambda 0.1 for seeds 1 and 2 (`
 the zoneout grid at p = 0.1, 0.3, 0.5, 0.7; R_NS at 0.05 and 100 (``EXTRA_NS``) for S_ic, then
 R_MSURE with u_target = 0.2 and the same R_NS for S_c;
 Chapter 7's levers on the rate (:func:`rnnbook.runs.penalty_sweep.levers`: the threshold, a
-tempered surrogate, a penalty on the margins), three of them with two more seeds; the zoneout grid at p = 0.2, 0.4, 0.6, 0.8, 0.9,
+tempered surrogate, a penalty on the margins), three of them with two more seeds; R_NS at lambda 1e3 and 1e4 (``NS_TO_WINDOW``); the zoneout grid at p = 0.2, 0.4, 0.6, 0.8, 0.9,
 but Z_c at p = 0.2, which is Chapter 7's ``ptb-slice-zc`` (committed) under another name;
 S_fc's sweep; last the grid at p = 1, which computes the LSTM exactly
 (:mod:`rnnbook.runs.zoneout_grid`).
@@ -49,6 +49,9 @@ DEFAULT_ROOT = Path("runs") / "ch7"
 # every network degrade.
 EXTRA_NS = (100.0,)
 CB_SEEDS = (1, 2)  # R_CB at lambda 0.1 on S_ic again, with these seeds
+# R_NS on up the grid until its influence enters the source's window (0.017 at lambda = 100,
+# about proportional to lambda), as the source chose its lambdas
+NS_TO_WINDOW = (1e3, 1e4)
 
 
 def _penalty(model, penalty, lams, u_target=None):
@@ -75,6 +78,7 @@ def jobs() -> list[tuple[str, dict]]:
     order += _penalty("sba-c2", "ns", (5e-2,) + EXTRA_NS)
     order += [("penalty", kw) for kw in penalty_sweep.levers()]
     order += [("penalty", kw) for kw in penalty_sweep.lever_seeds()]
+    order += _penalty("sba-ic", "ns", NS_TO_WINDOW) + _penalty("sba-c2", "ns", NS_TO_WINDOW)
     second = zoneout_grid.grid((0.2, 0.4, 0.6, 0.8, 0.9))
     order += [("zgrid", kw) for kw in second if (kw["variant"], kw["p"]) != ("c", 0.2)]
     order += [("penalty", kw) for kw in penalty_sweep.grid(("sba-fc",))]
