@@ -24,7 +24,16 @@ JBFLAGS ?= -W -n --keep-going
 # from that build's executed chapters (it executes nothing) and tests it; `browser` then
 # opens every page of both editions. `make notebooks` (nbval, no HTML) is there for working
 # on one chapter alone.
-TEST_STAGES := setup lint unit html student-check browser
+#
+# `unit` needs nothing the other stages make, and they leave cores idle (the build renders
+# on one core after the chapters, the student edition's too, and the browser tests wait on
+# Chromium), so `make test` runs it in the background beside them: its report follows
+# theirs, and its time runs from its start to its end. Set-up installs the Python packages
+# and the npm assets at the same time (-j2). A failing stage still fails the whole.
+# (The unit run leaves the student edition's own tests to `student-check`, which runs them on
+# the edition it has just made: RNNBOOK_SKIP_STUDENT_BUILD, tests/test_student_edition.py.)
+# The stages: setup, lint, then unit in the background beside BESIDE_UNIT, in this order.
+BESIDE_UNIT := html student-check browser
 
 help:
 	@echo "make book    execute every chapter and render the HTML into _build/html"
@@ -63,7 +72,13 @@ book: setup html
 # (RNNBOOK_PROGRESS unset). Set RNNBOOK_PROGRESS=bar to build with the bars.
 html notebooks: export RNNBOOK_PROGRESS ?= summary
 
+# The chapters execute first, CHAPTER_JOBS at a time (each on one thread), into the build's
+# jupyter-cache (scripts/execute_chapters.py: a fresh run of every chapter, the failures'
+# tracebacks at the end, and no build if one failed); the build then renders those runs.
+CHAPTER_JOBS ?= 2
+
 html: setup
+	$(PY) scripts/execute_chapters.py --jobs $(CHAPTER_JOBS)
 	$(JB) build . $(JBFLAGS)
 	@echo "The book is in _build/html/index.html"
 
@@ -76,13 +91,23 @@ student-book: html
 test: export RNNBOOK_PROFILE ?= quick
 test:
 	@set -e; summary=""; \
-	for stage in $(TEST_STAGES); do \
-	    start=$$(date +%s); \
-	    $(MAKE) --no-print-directory $$stage; \
-	    took=$$(( $$(date +%s) - start )); \
-	    echo "== make $$stage: $$took s"; \
-	    summary="$$summary$$(printf '%-14s %5d s' $$stage $$took)\n"; \
-	done; \
+	timed() { start=$$(date +%s); status=0; $(MAKE) --no-print-directory "$$@" || status=$$?; \
+	    took=$$(( $$(date +%s) - start )); echo "== make $$1: $$took s"; \
+	    summary="$$summary$$(printf '%-14s %5d s' $$1 $$took)\n"; return $$status; }; \
+	timed setup -j2; timed lint; \
+	log=$$(mktemp); \
+	( start=$$(date +%s); status=0; \
+	  RNNBOOK_SKIP_STUDENT_BUILD=1 $(MAKE) --no-print-directory unit > $$log 2>&1 || status=$$?; \
+	  echo "$$status $$(( $$(date +%s) - start ))" > $$log.done ) & \
+	beside=0; for stage in $(BESIDE_UNIT); do timed $$stage || { beside=$$?; break; }; done; \
+	wait; read status took < $$log.done; \
+	echo "== the unit tests (run beside $(BESIDE_UNIT)):"; cat $$log; rm -f $$log $$log.done; \
+	echo "== make unit: $$took s (beside $(BESIDE_UNIT))"; \
+	summary="$$summary$$(printf '%-14s %5d s  (beside the stages above)' unit $$took)\n"; \
+	if [ $$status -ne 0 ] || [ $$beside -ne 0 ]; then \
+	    printf "== the stages of make test (profile $$RNNBOOK_PROFILE), until one failed:\n$$summary"; \
+	    exit 1; \
+	fi; \
 	printf "== the stages of make test (profile $$RNNBOOK_PROFILE):\n$$summary"
 
 lint: setup

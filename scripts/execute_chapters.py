@@ -1,11 +1,4 @@
-"""Execute the book's chapters, several at a time, into the cache the HTML build can read.
-
-Not used by ``make html`` yet. With ``execute_notebooks: cache`` the build renders these runs,
-but myst-nb 1.4 then writes the *unexecuted* notebook to ``_build/jupyter_execute`` (it merges
-the cached outputs into a copy), and the claims page, the status page and the student edition
-read their executed chapters from there: they must read the cache first (a fresh-clone
-``make test`` showed the student edition without a single output). What follows describes
-the intended use.
+"""Execute the book's chapters, several at a time, into the cache the HTML build reads.
 
 ``make html`` runs this first and the Jupyter Book build second. The build is set to
 ``execute_notebooks: cache`` (``_config.yml``): it executes a chapter only if the cache in
@@ -14,7 +7,9 @@ cached outputs. This script fills that cache with a fresh run of every chapter, 
 time (each chapter computes on one thread, ``rnnbook.runtime``), so that the build itself
 executes nothing. It empties the cache first: every ``make html`` still executes every chapter
 once, with the package as it is now (the cache's key is the chapters' code alone, and would
-not notice a change in ``src/rnnbook``).
+not notice a change in ``src/rnnbook``). In this mode myst-nb 1.4 writes the chapters to
+``_build/jupyter_execute`` without their outputs; ``book/_ext/executed_copies.py`` writes the
+executed ones there, where the claims page, the status page and the student edition read them.
 
 A chapter that fails stops nothing else; at the end the script prints each chapter's time,
 the traceback of each failure, and exits 1 if any failed (the build then does not start).
@@ -29,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import resource
 import shutil
 import sys
 import time
@@ -75,8 +71,11 @@ def execution_settings(root: Path = ROOT) -> dict:
 
 
 def execute(path: Path, timeout: int, allow_errors: bool):
-    """Run one chapter top to bottom in its folder: (notebook, seconds, traceback or None)."""
+    """Run one chapter top to bottom in its folder: (notebook, seconds, CPU seconds of its
+    kernel, traceback or None). A worker runs one chapter at a time, so the CPU time its
+    finished children used during the run is the chapter's kernel's."""
     notebook = nbformat.read(path, as_version=4)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     result = single_nb_execution(
         notebook,
@@ -86,7 +85,9 @@ def execute(path: Path, timeout: int, allow_errors: bool):
         meta_override=True,
     )
     seconds = time.perf_counter() - start
-    return notebook, seconds, (result.exc_string if result.err is not None else None)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return notebook, seconds, cpu, (result.exc_string if result.err is not None else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = get_cache(str(args.cache))
 
     print(f"executing {len(chapters)} chapters, {args.jobs} at a time", flush=True)
-    start, failures, times = time.perf_counter(), {}, {}
+    start, failures, times, cpu_times = time.perf_counter(), {}, {}, {}
     spawn = multiprocessing.get_context("spawn")  # fresh workers, none holding the cache's db
     with ProcessPoolExecutor(max_workers=args.jobs, mp_context=spawn) as pool:
         runs = {pool.submit(execute, path, **settings): path for path in chapters}
@@ -118,10 +119,10 @@ def main(argv: list[str] | None = None) -> int:
             path = runs[done]
             name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
             try:
-                notebook, seconds, failure = done.result()
+                notebook, seconds, cpu, failure = done.result()
             except Exception as error:  # the kernel could not start, a worker died, ...
-                notebook, seconds, failure = None, 0.0, f"{type(error).__name__}: {error}"
-            times[name] = seconds
+                notebook, seconds, cpu, failure = None, 0.0, 0.0, f"{type(error).__name__}: {error}"
+            times[name], cpu_times[name] = seconds, cpu
             if failure is not None:
                 failures[name] = failure
                 print(f"  FAILED {name} after {seconds:.0f} s", flush=True)
@@ -132,11 +133,12 @@ def main(argv: list[str] | None = None) -> int:
                 check_validity=False,
                 overwrite=True,
             )
-            print(f"  {seconds:6.0f} s  {name}", flush=True)
+            print(f"  {seconds:6.0f} s ({cpu:4.0f} s CPU)  {name}", flush=True)
     wall = time.perf_counter() - start
     print(
         f"{len(chapters)} chapters in {wall:.0f} s of wall time "
-        f"({sum(times.values()):.0f} s of chapter time, {args.jobs} at a time)"
+        f"({sum(times.values()):.0f} s of chapter time, {sum(cpu_times.values()):.0f} s of CPU "
+        f"time in the kernels, {args.jobs} at a time)"
     )
     for name, failure in failures.items():
         print(f"\n== {name} failed:\n{failure}", file=sys.stderr)

@@ -13,6 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))  # an importable module: the workers import it
 import execute_chapters  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import executed_copies  # noqa: E402
+
 
 def test_it_finds_every_chapter_notebook_in_the_order_of_the_toc():
     found = execute_chapters.book_chapters(ROOT)
@@ -26,22 +29,43 @@ def test_it_uses_the_cell_timeout_and_allow_errors_of_the_config():
     assert settings == {"timeout": 600, "allow_errors": False}
 
 
-def test_a_run_it_caches_is_the_one_the_build_finds(tmp_path):
+@pytest.fixture(scope="module")
+def cached_page(tmp_path_factory):
+    """A one-cell page run by the script into a cache of its own: (page, cache folder)."""
+    folder = tmp_path_factory.mktemp("cached")
     notebook = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_markdown_cell("# A page"), nbformat.v4.new_code_cell("print(6 * 7)")]
     )
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    path = tmp_path / "page.ipynb"
+    path = folder / "page.ipynb"
     nbformat.write(notebook, path)
-    cache_dir = tmp_path / "cache"
+    cache_dir = folder / "cache"
     code = execute_chapters.main([str(path), "--jobs", "2", "--cache", str(cache_dir)])
     assert code == 0
+    return path, cache_dir
+
+
+def test_a_run_it_caches_is_the_one_the_build_finds(cached_page):
+    path, cache_dir = cached_page
     cache = get_cache(str(cache_dir))
     as_myst_nb_reads_it = nbformat.read(path, as_version=4)
     record = cache.match_cache_notebook(as_myst_nb_reads_it)
     _, merged = cache.merge_match_into_notebook(as_myst_nb_reads_it)
     assert record is not None
     assert merged.cells[1].outputs[0]["text"] == "42\n"
+
+
+def test_the_build_writes_the_cached_run_as_the_executed_copy(cached_page, tmp_path):
+    """book/_ext/executed_copies.py: what the claims page, the status page and the student
+    edition read from _build/jupyter_execute is the run, outputs and all."""
+    path, cache_dir = cached_page
+    executed = executed_copies.executed_copy(path, str(cache_dir))
+    assert executed.cells[1].outputs[0]["text"] == "42\n"
+    assert executed.cells[0].source == "# A page"
+    changed = nbformat.read(path, as_version=4)
+    changed.cells[1].source = "print(6 * 9)"
+    nbformat.write(changed, tmp_path / "page.ipynb")
+    assert executed_copies.executed_copy(tmp_path / "page.ipynb", str(cache_dir)) is None
 
 
 def test_a_failing_chapter_fails_the_run_and_is_not_cached(tmp_path, capsys):

@@ -263,9 +263,14 @@ def _student_build_is_current() -> bool:
     return all(c.stat().st_mtime <= index.stat().st_mtime for c in CHAPTERS)
 
 
+# `make test` runs the unit tests beside the build that rewrites the student edition
+# (RNNBOOK_SKIP_STUDENT_BUILD=1): these tests then wait for `make student-check`, which runs
+# them on the new edition, instead of reading one that is being rewritten.
 built = pytest.mark.skipif(
-    not _student_build_is_current() and not os.environ.get("RNNBOOK_REQUIRE_STUDENT_BUILD"),
-    reason="no student edition built since the chapters last changed (make student-book)",
+    (not _student_build_is_current() or bool(os.environ.get("RNNBOOK_SKIP_STUDENT_BUILD")))
+    and not os.environ.get("RNNBOOK_REQUIRE_STUDENT_BUILD"),
+    reason="no student edition built since the chapters last changed (make student-book), "
+    "or one being rebuilt beside this run (RNNBOOK_SKIP_STUDENT_BUILD)",
 )
 
 

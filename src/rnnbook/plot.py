@@ -10,15 +10,15 @@ Three rules hold for every figure a chapter draws:
 
 * **A model looks the same on every page.** :func:`model_style` gives the colour, marker
   and line style of a model by its name as the book writes it ("LSTM", "S_c, M = 2",
-  "ABS-ASA (w)"), from the one table :data:`MODEL_STYLES`. Curves that are not models
+  "ABS-ASA (w)"), from the one table ``MODEL_STYLES``. Curves that are not models
   (seeds, values of a setting, the columns of a table) take :func:`style` by position.
 * **No text below 8 pt as the page shows it.** The book's column shows an image at most
-  :data:`PAGE_WIDTH` (7.0 in) wide at 100 %, which a figure at most :data:`FIGURE_WIDTH`
+  ``PAGE_WIDTH`` (7.0 in) wide at 100 %, which a figure at most ``FIGURE_WIDTH``
   (6.8 in) wide makes with the 0.1-in margins Jupyter saves around it; a wider image is scaled
   down, so a font of ``s`` pt in an image ``w`` in wide shows at ``s * min(1, PAGE_WIDTH / w)``.
   Every figure made by :func:`figure` (or stamped by :func:`stamp`) checks its texts each time
   it is drawn, at the size it is drawn (Jupyter's cropped image), and warns
-  (:class:`SmallTextWarning`) about any below :data:`MIN_TEXT_PT`: the warning shows in the
+  (:class:`SmallTextWarning`) about any below ``MIN_TEXT_PT``: the warning shows in the
   chapter's output, where the browser suite refuses it. :func:`small_texts` lists them.
 * Figures of committed runs or of the source's tables say so in their stamp (:func:`stamp`).
 """
@@ -181,12 +181,12 @@ def use_theme() -> None:
 
 
 class SmallTextWarning(UserWarning):
-    """A figure shows a text below :data:`MIN_TEXT_PT` at the width the page shows it."""
+    """A figure shows a text below ``MIN_TEXT_PT`` at the width the page shows it."""
 
 
 def shown_size(fig, text) -> float:
     """The size in points at which the page shows ``text`` (a Matplotlib ``Text`` of ``fig``):
-    its font size, scaled down as the image is when it is wider than :data:`PAGE_WIDTH`. The
+    its font size, scaled down as the image is when it is wider than ``PAGE_WIDTH``. The
     image's width is the figure's, or, while Jupyter saves it cropped (``bbox_inches="tight"``),
     the cropped width, which Matplotlib reports as the figure's during that drawing."""
     return text.get_fontsize() * min(1.0, PAGE_WIDTH / fig.get_figwidth())
@@ -253,7 +253,7 @@ def style(index: int) -> dict:
 
 
 def model_of(name: str) -> str:
-    """The key of :data:`MODEL_STYLES` that ``name`` stands for (itself or an alias)."""
+    """The key of ``MODEL_STYLES`` that ``name`` stands for (itself or an alias)."""
     if name in MODEL_STYLES:
         return name
     if name in MODEL_ALIASES:
@@ -268,8 +268,8 @@ def model_of(name: str) -> str:
 def model_style(name: str, *, points: bool = False) -> dict:
     """Matplotlib keywords that draw model ``name`` as every figure of the book draws it.
 
-    ``name`` is the model's name as the book writes it, a key of :data:`MODEL_STYLES` or
-    of :data:`MODEL_ALIASES`: ``ax.plot(x, y, label=name, **plot.model_style(name))``.
+    ``name`` is the model's name as the book writes it, a key of ``MODEL_STYLES`` or
+    of ``MODEL_ALIASES``: ``ax.plot(x, y, label=name, **plot.model_style(name))``.
     Returns ``color``, ``marker`` and ``linestyle``; with ``points=True`` only ``color`` and
     ``marker``, for ``scatter``, ``errorbar`` or a line whose style means something else in
     the figure. A long curve can thin its markers with ``markevery``.
@@ -289,8 +289,8 @@ _LINE_NAMES = {"-": "solid", "--": "dashed", "-.": "dash-dot", ":": "dotted"}
 
 
 def style_table() -> str:
-    """:data:`MODEL_STYLES` as a reStructuredText table: model, colour, marker, line style,
-    and the other names the chapters give it (:data:`MODEL_ALIASES`)."""
+    """``MODEL_STYLES`` as a reStructuredText table: model, colour, marker, line style,
+    and the other names the chapters give it (``MODEL_ALIASES``)."""
     rows = [("model", "colour", "marker", "line", "also written")]
     for name, s in MODEL_STYLES.items():
         aliases = ", ".join(a for a, m in MODEL_ALIASES.items() if m == name)

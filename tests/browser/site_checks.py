@@ -115,6 +115,9 @@ class Visit:
     external_requests: list[str] = field(default_factory=list)
     not_ready: list[str] = field(default_factory=list)
     edition: str = "book"  # which edition of the book the page belongs to
+    # The pixel counts of each image file the page shows (check_theme), by its URL: the file
+    # is the same in light and dark mode, so it is read back from the page once.
+    image_pixels: dict = field(default_factory=dict)
 
 
 def page_name(url: str, base_url: str) -> str:
@@ -751,8 +754,10 @@ async (mode) => {
 
 # Colours as the reader sees them: an element's colour, and the background it sits on (the
 # first opaque background among its ancestors, blending translucent ones on the way).
+# The figures' own pixels are counted once per image file (``known``: the URLs counted
+# already, whose ``histogram`` is left empty): they do not change with the mode.
 _COLOURS_JS = """
-() => {
+(known) => {
   const parse = (c) => { const m = c.match(/[\\d.]+/g) || [0, 0, 0, 0]; return [+m[0], +m[1], +m[2], m.length > 3 ? +m[3] : 1]; };
   const backdrop = (el) => {
     let layers = [];
@@ -779,7 +784,8 @@ _COLOURS_JS = """
       const r = img.getBoundingClientRect();
       const figure = {src: (img.getAttribute('src') || '').slice(0, 60), filter: getComputedStyle(img).filter,
                       x: r.left + window.scrollX, y: docTop(img), width: r.width, height: r.height,
-                      histogram: [], total: 0};
+                      url: img.currentSrc || img.src, histogram: [], total: 0};
+      if (known.includes(figure.url)) return figure;
       try {
         const canvas = document.createElement('canvas');
         canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
@@ -862,7 +868,10 @@ def check_theme(
     """
     page = visit.page
     page.evaluate(_SET_THEME_JS, mode)
-    colours = page.evaluate(_COLOURS_JS)
+    colours = page.evaluate(_COLOURS_JS, list(visit.image_pixels))
+    for figure in colours["figures"]:  # an image counted in the other mode: its counts then
+        counted = {k: figure[k] for k in ("histogram", "total", "error") if k in figure}
+        figure.update(visit.image_pixels.setdefault(figure["url"], counted))
     # a full-page shot of the tallest pages (the claims page) takes long on a busy machine
     shot = page.screenshot(full_page=True, animations="disabled", caret="hide", timeout=120_000)
     if screenshot is not None:
@@ -948,7 +957,9 @@ def check_claims_page(
         targets.setdefault(url, set()).add(anchor)
     for url, anchors in targets.items():
         chapter = context.new_page()
-        chapter.goto(url, timeout=timeout)
+        # The ids are in the page's HTML: the DOM holds them once the document is parsed, so
+        # no need to wait for its figures and scripts (the page's own visit loads them all).
+        chapter.goto(url, wait_until="domcontentloaded", timeout=timeout)
         missing = [a for a in sorted(anchors) if not chapter.query_selector(f'[id="{a}"]')]
         chapter.close()
         if missing:
