@@ -16,8 +16,9 @@ with R_MSURE at u_target = 0.2, and with R_CB at lambda 0.1 for seeds 1 and 2 (`
 the zoneout grid at p = 0.1, 0.3, 0.5, 0.7; R_NS at 0.05 and 100 (``EXTRA_NS``) for S_ic, then
 R_MSURE with u_target = 0.2 and the same R_NS for S_c;
 Chapter 7's levers on the rate (:func:`rnnbook.runs.penalty_sweep.levers`: the threshold, a
-tempered surrogate, a penalty on the margins), three of them with two more seeds; R_NS at lambda 1e3 and 1e4 (``NS_TO_WINDOW``); the zoneout grid at p = 0.2, 0.4, 0.6, 0.8, 0.9,
-but Z_c at p = 0.2, which is Chapter 7's ``ptb-slice-zc`` (committed) under another name;
+tempered surrogate, a penalty on the margins), three of them with two more seeds; R_NS at
+lambda 1e3 and 1e4 (``NS_TO_WINDOW``); the zoneout grid at p = 0.2, 0.4, 0.6, 0.8, 0.9, but Z_c
+at p = 0.2, which is Chapter 7's ``ptb-slice-zc`` (committed) under another name;
 S_fc's sweep; last the grid at p = 1, which computes the LSTM exactly
 (:mod:`rnnbook.runs.zoneout_grid`).
 
