@@ -237,7 +237,7 @@ def test_unknown_model_is_refused_with_the_list():
 
 def test_the_chrono_initialisation_spreads_the_forget_gates_over_the_lag():
     task = MemoryTask(T=100)
-    for name, H in (("lstm-chrono", 36), ("lstm-chrono-64", 64)):
+    for name, H in (("lstm-chrono", 36), ("lstm-chrono-64", 64), ("lstm-chrono-128", 128)):
         cell = zoo.build(name, task, seed=0).cell
         assert cell.hidden_size == H
         bias = (cell.bias_ih + cell.bias_hh).detach()  # the cell's b, rows (i, f, g, o)
@@ -354,8 +354,24 @@ def test_every_model_of_a_task_has_the_same_budget_but_the_external_memories():
     assert budgets["ntm"] == budgets["dnc"] == common.pop() // 2
     assert budgets["ntm"] % arena_runs.EVAL_EVERY == 0
     for name, (_, budgets) in arena_runs.BOOK_TASKS.items():
-        if name != "memory":
+        if name != "memory" and budgets:  # the other lengths keep curves only (below)
             assert len(set(budgets.values())) == 1
+
+
+def test_the_other_lengths_of_the_copying_task_keep_the_book_budget():
+    """T = 50 and 200 beside the book's 100: the same models' recipe and budget, curves only."""
+    budget = arena_runs.BOOK_TASKS["memory"][1]["lstm"]
+    assert set(arena_runs.LENGTH_MODELS) <= set(arena_runs.MEMORY_MODELS)
+    for T in arena_runs.LENGTHS:
+        task, budgets = arena_runs.BOOK_TASKS[f"memory{T}"]
+        assert isinstance(task, MemoryTask) and task.T == T and task.key == f"memory{T}"
+        assert budgets == {} and arena_runs.SEED_STUDY[f"memory{T}"] == ()
+        assert arena_runs.CURVE_ONLY[f"memory{T}"] == dict.fromkeys(
+            arena_runs.LENGTH_MODELS, budget
+        )
+        run = arena_runs.book_run(f"memory{T}", "urnn")
+        assert run.name == f"arena-memory{T}-urnn" and run.steps == budget
+        assert run.config["task"]["T"] == T
 
 
 # --- the seed study's committed learning curves --------------------------------------------
@@ -405,20 +421,24 @@ def test_a_seed_curves_untrained_row_is_its_runs_untrained_model(task_name, mode
     [(t, m) for t, runs in arena_runs.CURVE_ONLY.items() for m in runs],
 )
 def test_a_curve_only_run_has_its_curve_and_no_checkpoint(task_name, model):
-    """Stopped by hand: a curve on the evaluation grid, no checkpoint, and its first row is the
+    """Kept as a curve only: on the evaluation grid, no checkpoint, and its first row is the
     run's untrained model on the run's held-out sequences (the curve's provenance)."""
     run = arena_runs.book_run(task_name, model)
     assert run.name not in arena_runs.BOOK_RUNS and not (COMMITTED / f"{run.name}.json").exists()
     assert run.steps == arena_runs.CURVE_ONLY[task_name][model]
     rows = longrun.read_curve(COMMITTED / f"{run.name}.curve.csv")
     steps = [int(row["step"]) for row in rows]
-    assert steps == list(range(0, steps[-1] + 1, arena_runs.EVAL_EVERY)) and steps[-1] <= run.steps
+    assert steps == list(range(0, run.steps + 1, arena_runs.EVAL_EVERY))  # every run finished
     with torch.no_grad():
         now = run.evaluate(run.build_model())
     assert abs(rows[0]["ce"] - now["ce"]) <= 1e-4 * now["ce"], (rows[0], now)
     args = arena_runs.parse_args(["--task", task_name, "--models", model, "--out-dir", "x"])
     assert args.models == [model]
-    assert model not in arena_runs.parse_args(["--task", task_name, "--out-dir", "x"]).models
+    default = arena_runs.parse_args(["--task", task_name, "--out-dir", "x"]).models
+    if arena_runs.BOOK_TASKS[task_name][1]:  # the checkpointed runs are the default
+        assert model not in default
+    else:  # a task of curves only trains them all
+        assert default == list(arena_runs.CURVE_ONLY[task_name])
 
 
 def test_the_seed_draws_other_initial_weights():
