@@ -42,7 +42,8 @@ help:
 	@echo "make notebooks   the chapters under nbval alone (no HTML)"
 	@echo "make browser every page of both editions in headless Chromium (screenshots in _build/)"
 	@echo "make colab-check  Chapters 1, 3, 4 and 5 with Colab's package versions (ipywidgets 7.7.1, ...)"
-	@echo "make bench   run the benchmarks in benchmarks/ and write benchmarks/results/"
+	@echo "make bench   run the benchmarks in benchmarks/ into _build/bench/ (the book's records stay)"
+	@echo "make bench RECORD=1  the same, replacing the book's records in benchmarks/results/ (idle machine)"
 	@echo "make format  apply ruff's formatting and import order"
 
 # --- set-up --------------------------------------------------------------------------------
@@ -173,8 +174,11 @@ colab-check: setup
 	scripts/install_browser.sh
 	$(PY) scripts/colab_check.py $(COLAB_CHAPTERS)
 
+# The benchmarks write _build/bench/<name>.json. The chapters quote the book's records,
+# benchmarks/results/<name>.json, which only RECORD=1 (--record) replaces: make them on an
+# idle machine, and check the chapters' recorded claims against them afterwards.
 bench: setup
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py $(if $(RECORD),--record)
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache

@@ -9,8 +9,9 @@ chapter: how each memory's price grows with the sequence length.
 Nothing here asserts a time. The script checks that every loss is finite.
 
 Usage: ``.venv/bin/python benchmarks/bench_arena.py`` (about 10 minutes on a 2-core CPU at one
-thread; writes ``results/arena.json``); ``--quick`` (T = 50 and 100, the cheap models, not
-saved unless ``--output`` is given); ``--models lstm dnc`` to choose.
+thread; writes ``_build/bench/arena.json``, or with ``--record`` the book's record
+``results/arena.json``); ``--quick`` (T = 50 and 100, the cheap models, not saved unless
+``--output`` is given); ``--models lstm dnc`` to choose.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import json
 import math
 
 import torch
-from timing import save
+from timing import RECORD_HELP, save
 
 from rnnbook.arena import harness, zoo
 from rnnbook.arena.tasks import MemoryTask
@@ -54,6 +55,7 @@ def main() -> None:
     parser.add_argument("--models", nargs="+", default=None)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", default=None)
+    parser.add_argument("--record", action="store_true", help=RECORD_HELP)
     args = parser.parse_args()
     torch.set_num_threads(1)
     names = args.models or (
@@ -80,7 +82,7 @@ def main() -> None:
     if args.quick and not args.output:
         print(json.dumps(rows[:2], indent=1))
         return
-    print(f"wrote {save(args.output or 'arena', rows)}")
+    print(f"wrote {save(args.output or 'arena', rows, record=args.record)}")
 
 
 if __name__ == "__main__":

@@ -36,8 +36,9 @@ the script flushes subnormals to zero (``torch.set_flush_denormal``); ``--keep-d
 times the slow path. The JSON records which.
 
 Usage: ``.venv/bin/python benchmarks/bench_lmu.py`` (about 5 minutes on a 2-core CPU at one
-thread; writes ``results/lmu.json``), ``--quick`` (a small sweep in under a minute, not
-saved unless ``--output`` is given), ``--device cuda`` (writes ``results/lmu_cuda.json``).
+thread; writes ``_build/bench/lmu.json``, or with ``--record`` the book's record
+``results/lmu.json``), ``--quick`` (a small sweep in under a minute, not saved unless
+``--output`` is given), ``--device cuda`` (writes ``lmu_cuda.json``).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ import json
 import time
 
 import torch
-from timing import save
+from timing import RECORD_HELP, save
 from torch import nn
 
 from rnnbook.models import LMUCell, ParallelLMU, Recurrent
@@ -363,9 +364,10 @@ def main() -> None:
     parser.add_argument(
         "--output",
         default=None,
-        help="results/<OUTPUT>.json; default lmu (lmu_<device> off the CPU); --quick saves "
+        help="<OUTPUT>.json; default lmu (lmu_<device> off the CPU); --quick saves "
         "only when this is given",
     )
+    parser.add_argument("--record", action="store_true", help=RECORD_HELP)
     args = parser.parse_args()
     device = torch.device(args.device)
     torch.set_num_threads(1)
@@ -398,10 +400,10 @@ def main() -> None:
     )
     print(f"skipped: {skipped or 'nothing'}; total {total:.0f} s")
     if args.quick and args.output is None:
-        print("--quick: not saved (pass --output NAME to write results/NAME.json)")
+        print("--quick: not saved (pass --output NAME to write NAME.json)")
         return
     name = args.output or ("lmu" if device.type == "cpu" else f"lmu_{device.type}")
-    path = save(name, rows)
+    path = save(name, rows, record=args.record)
     data = json.loads(path.read_text())
     data["benchmark"] = {
         "what": "seconds per training step (forward + loss + backward + Adam step on one "

@@ -17,7 +17,7 @@ import argparse
 import time
 
 import torch
-from timing import compare, save
+from timing import RECORD_HELP, compare, save
 
 from rnnbook.models import GRUCell, LSTMCell, Recurrent
 
@@ -71,6 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compile", action="store_true", help="also time torch.compile")
     parser.add_argument("--device", default="cpu", help="cpu or cuda (cuDNN for nn.LSTM)")
+    parser.add_argument("--record", action="store_true", help=RECORD_HELP)
     args = parser.parse_args()
     device = torch.device(args.device)
     torch.set_num_threads(1)
@@ -105,7 +106,7 @@ def main() -> None:
                     + (f"  compiled {times['compiled'] * 1e3:.1f}ms" if args.compile else "")
                 )
     name = "lstm_gru" if args.device == "cpu" else f"lstm_gru_{args.device}"
-    print(f"wrote {save(name, rows)}")
+    print(f"wrote {save(name, rows, record=args.record)}")
 
 
 if __name__ == "__main__":

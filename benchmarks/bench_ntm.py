@@ -12,7 +12,8 @@ The estimate of a full run multiplies the median step at L = 10 by 22/21 (the me
 of steps, E[2L + 1] = 22, over 21) and by 31,250 steps. It is an estimate for this machine and
 its load at the time, which the JSON records (``os.getloadavg``).
 
-Usage: ``.venv/bin/python benchmarks/bench_ntm.py`` (about 20 s; writes ``results/ntm.json``),
+Usage: ``.venv/bin/python benchmarks/bench_ntm.py`` (about 20 s; writes
+``_build/bench/ntm.json``, or with ``--record`` the book's record ``results/ntm.json``),
 ``--rounds 3`` for a quicker look.
 """
 
@@ -25,7 +26,7 @@ import time
 
 import torch
 import torch.nn.functional as F
-from timing import save
+from timing import RECORD_HELP, save
 
 from rnnbook.data.synthetic import copy_task
 from rnnbook.models.ntm import NTM
@@ -65,6 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--record", action="store_true", help=RECORD_HELP)
     args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
@@ -118,7 +120,7 @@ def main() -> None:
             "loadavg_after": load_after,
         }
     )
-    print(f"wrote {save('ntm', rows)}")
+    print(f"wrote {save('ntm', rows, record=args.record)}")
 
 
 if __name__ == "__main__":

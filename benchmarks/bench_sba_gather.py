@@ -49,7 +49,7 @@ import statistics
 import time
 
 import torch
-from timing import save
+from timing import RECORD_HELP, save
 
 from rnnbook.timing import compare as median_rounds
 
@@ -151,6 +151,7 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--quick", action="store_true", help="one small size, not saved")
+    parser.add_argument("--record", action="store_true", help=RECORD_HELP)
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.modules, args.repeats = [128], [4], 2
@@ -212,7 +213,7 @@ def main(argv=None) -> None:
     if not args.quick:
         meta = {"repeats": args.repeats, "rounds": args.rounds, "clock": "thread CPU time",
                 "load_average_before": load_before, "load_average_after": load_after}  # fmt: skip
-        path = save("sba_gather", list(rows.values()))
+        path = save("sba_gather", list(rows.values()), record=args.record)
         record = json.loads(path.read_text())
         record["machine"].update(meta)  # how the timing was made, and how busy the machine was
         path.write_text(json.dumps(record, indent=2))

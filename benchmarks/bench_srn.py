@@ -6,8 +6,10 @@ same recurrence in C++ (cuDNN on a GPU). The ratio is what the readable loop cos
 
 from __future__ import annotations
 
+import argparse
+
 import torch
-from timing import compare, save
+from timing import RECORD_HELP, compare, save
 
 from rnnbook.models import SRN
 
@@ -24,6 +26,9 @@ def step(model, x):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--record", action="store_true", help=RECORD_HELP)
+    args = parser.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     rows = []
@@ -45,7 +50,7 @@ def main() -> None:
                 f"{d_h:5} {T:5} {times['rnnbook'] * 1e3:10.2f}ms {times['torch'] * 1e3:8.2f}ms "
                 f"{ratio:6.1f}x"
             )
-    print(f"wrote {save('srn', rows)}")
+    print(f"wrote {save('srn', rows, record=args.record)}")
 
 
 if __name__ == "__main__":

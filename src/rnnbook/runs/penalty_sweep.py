@@ -590,9 +590,16 @@ def main(argv=None) -> int:
     )  # fmt: skip
 
 
-# No book checkpoint yet: the sweep's weights stay in the runs' folders, its curves are
-# committed (checkpoints/ptb-slice-<model>-<penalty>...curve.csv).
-BOOK_RUNS: dict = {}
+# The sweep's curves are committed (checkpoints/ptb-slice-<model>-<penalty>...curve.csv), its
+# weights stay in the runs' folders, except three final S_c models whose modules' shares
+# Chapter 7 measures (1.6 MB each): R_CB at lambda = 0.1 and R_MSURE at lambda = 10 asking for
+# 0.2 and, as the control, for 0.5.
+_SHARE_RUNS = (
+    dict(model="sba-c2", penalty="cb", lam=0.1),
+    dict(model="sba-c2", penalty="msure", lam=10.0, u_target=0.2),
+    dict(model="sba-c2", penalty="msure", lam=10.0, u_target=0.5),
+)
+BOOK_RUNS = {run_name(**kw): functools.partial(penalty_run, **kw) for kw in _SHARE_RUNS}
 
 if __name__ == "__main__":
     sys.exit(main())
