@@ -16,31 +16,35 @@ JB     := $(BIN)/jupyter-book
 # --keep-going lists every problem before failing.
 JBFLAGS ?= -W -n --keep-going
 
-.PHONY: help setup book student-book student-check test lint format unit notebooks html browser colab-check bench clean distclean
+.PHONY: help setup book student-book student-check test lint format unit unit-native unit-rounding notebooks html chapters render browser browser-book browser-student colab-check bench clean distclean
 
-# The stages of `make test`, in order. Each chapter executes once, in `html`: the build runs
-# every notebook with nb_execution_raise_on_error (_config.yml), so a failing assert stops it
-# and the log shows the cell and its traceback. `student-check` makes the student edition
-# from that build's executed chapters (it executes nothing) and tests it; `browser` then
-# opens every page of both editions. `make notebooks` (nbval, no HTML) is there for working
-# on one chapter alone.
+# The stages of `make test`, in order: setup, lint, then `html` in its two halves (`chapters`,
+# which executes each chapter once, and `render`, the build), `student-check`, and the
+# browser tests of both editions. A failing assert in a chapter fails `chapters`
+# (allow_errors is off in _config.yml), and the log shows the cell and its traceback.
+# `student-check` makes the student edition from that build's executed chapters (it
+# executes nothing) and tests it. `make notebooks` (nbval, no HTML) is there for working on
+# one chapter alone.
 #
-# `unit` needs nothing the other stages make, and they leave cores idle (the build renders
-# on one core after the chapters, the student edition's too, and the browser tests wait on
-# Chromium), so `make test` runs it in the background beside them: its report follows
-# theirs, and its time runs from its start to its end. Set-up installs the Python packages
-# and the npm assets at the same time (-j2). A failing stage still fails the whole.
-# (The unit run leaves the student edition's own tests to `student-check`, which runs them on
-# the edition it has just made: RNNBOOK_SKIP_STUDENT_BUILD, tests/test_student_edition.py.)
-# The stages: setup, lint, then unit in the background beside BESIDE_UNIT, in this order.
-BESIDE_UNIT := html student-check browser
+# The stages after set-up leave cores idle (the build renders on one core after the
+# chapters, the student edition's too, and the browser tests wait on Chromium), so `make
+# test` runs what needs none of them beside them, in the background: the unit tests
+# (`unit-native` from the start; `unit-rounding`, the second run, once the chapters have
+# executed, so that it takes the core the build leaves idle instead of slowing the
+# chapters), and the browser tests of the book (`browser-book`, beside `student-check`; the
+# student edition's, `browser-student`, follow it). A stage in the background reports after
+# the others, and its time runs from its start to its end. Set-up installs the Python
+# packages and the npm assets at the same time (-j2). A failing stage fails the whole and
+# stops the stages after it; the unit runs still run to their end. (The unit runs leave the
+# student edition's own tests to `student-check`, which runs them on the edition it has just
+# made: RNNBOOK_SKIP_STUDENT_BUILD, tests/test_student_edition.py.)
 
 help:
 	@echo "make book    execute every chapter and render the HTML into _build/html"
 	@echo "make student-book  the student edition (no solutions) into _build/student"
 	@echo "make test    lint, unit tests, HTML build (executes each chapter once), student edition, browser"
 	@echo "make notebooks   the chapters under nbval alone (no HTML)"
-	@echo "make browser every page of both editions in headless Chromium (screenshots in _build/)"
+	@echo "make browser every page of both editions in headless Chromium (RNNBOOK_SCREENSHOTS=DIR saves screenshots)"
 	@echo "make colab-check  Chapters 1, 3, 4 and 5 with Colab's package versions (ipywidgets 7.7.1, ...)"
 	@echo "make bench   run the benchmarks in benchmarks/ into _build/bench/ (the book's records stay)"
 	@echo "make bench RECORD=1  the same, replacing the book's records in benchmarks/results/ (idle machine)"
@@ -72,6 +76,7 @@ book: setup html
 # finished progress bars; a reader who runs a chapter in Jupyter or Colab sees a live bar
 # (RNNBOOK_PROGRESS unset). Set RNNBOOK_PROGRESS=bar to build with the bars.
 html notebooks: export RNNBOOK_PROGRESS ?= summary
+chapters render: export RNNBOOK_PROGRESS ?= summary
 
 # The chapters execute first, CHAPTER_JOBS at a time (each on one thread), into the build's
 # jupyter-cache (scripts/execute_chapters.py: a fresh run of every chapter, the failures'
@@ -80,6 +85,15 @@ CHAPTER_JOBS ?= 2
 
 html: setup
 	$(PY) scripts/execute_chapters.py --jobs $(CHAPTER_JOBS)
+	$(JB) build . $(JBFLAGS)
+	@echo "The book is in _build/html/index.html"
+
+# The two halves of `html`, which `make test` runs as two stages (it starts the second unit
+# run between them): the chapters executed into the cache, then the build that renders them.
+chapters: setup
+	$(PY) scripts/execute_chapters.py --jobs $(CHAPTER_JOBS)
+
+render: setup
 	$(JB) build . $(JBFLAGS)
 	@echo "The book is in _build/html/index.html"
 
@@ -94,18 +108,31 @@ test:
 	@set -e; summary=""; \
 	timed() { start=$$(date +%s); status=0; $(MAKE) --no-print-directory "$$@" || status=$$?; \
 	    took=$$(( $$(date +%s) - start )); echo "== make $$1: $$took s"; \
-	    summary="$$summary$$(printf '%-14s %5d s' $$1 $$took)\n"; return $$status; }; \
+	    summary="$$summary$$(printf '%-15s %5d s' $$1 $$took)\n"; return $$status; }; \
+	later() { log=$$1; shift; start=$$(date +%s); status=0; \
+	    $(MAKE) --no-print-directory "$$@" > $$log 2>&1 || status=$$?; \
+	    echo "$$status $$(( $$(date +%s) - start ))" > $$log.done; }; \
+	report() { while [ ! -f $$2.done ]; do sleep 1; done; read status took < $$2.done; \
+	    echo "== make $$1 (run beside $$3):"; cat $$2; rm -f $$2 $$2.done; \
+	    echo "== make $$1: $$took s (beside $$3)"; \
+	    summary="$$summary$$(printf '%-15s %5d s  (beside %s)' $$1 $$took "$$3")\n"; \
+	    return $$status; }; \
 	timed setup -j2; timed lint; \
-	log=$$(mktemp); \
-	( start=$$(date +%s); status=0; \
-	  RNNBOOK_SKIP_STUDENT_BUILD=1 $(MAKE) --no-print-directory unit > $$log 2>&1 || status=$$?; \
-	  echo "$$status $$(( $$(date +%s) - start ))" > $$log.done ) & \
-	beside=0; for stage in $(BESIDE_UNIT); do timed $$stage || { beside=$$?; break; }; done; \
-	wait; read status took < $$log.done; \
-	echo "== the unit tests (run beside $(BESIDE_UNIT)):"; cat $$log; rm -f $$log $$log.done; \
-	echo "== make unit: $$took s (beside $(BESIDE_UNIT))"; \
-	summary="$$summary$$(printf '%-14s %5d s  (beside the stages above)' unit $$took)\n"; \
-	if [ $$status -ne 0 ] || [ $$beside -ne 0 ]; then \
+	native=$$(mktemp); rounding=$$(mktemp); book=$$(mktemp); \
+	( export RNNBOOK_SKIP_STUDENT_BUILD=1; later $$native unit-native ) & \
+	failed=0; timed chapters || failed=1; \
+	( export RNNBOOK_SKIP_STUDENT_BUILD=1; later $$rounding unit-rounding ) & \
+	if [ $$failed -eq 0 ]; then timed render || failed=1; fi; \
+	if [ $$failed -eq 0 ]; then scripts/install_browser.sh || failed=1; fi; \
+	if [ $$failed -eq 0 ]; then \
+	    ( later $$book browser-book ) & \
+	    { timed student-check && timed browser-student; } || failed=1; \
+	    report browser-book $$book student-check || failed=1; \
+	fi; \
+	report unit-native $$native "the stages from chapters on" || failed=1; \
+	report unit-rounding $$rounding "the stages from render on" || failed=1; \
+	rm -f $$book; \
+	if [ $$failed -ne 0 ]; then \
 	    printf "== the stages of make test (profile $$RNNBOOK_PROFILE), until one failed:\n$$summary"; \
 	    exit 1; \
 	fi; \
@@ -119,20 +146,32 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# The unit tests run twice: on this CPU's own vector kernels, and on another set
-# (ATEN_CPU_CAPABILITY: AVX2 where the CPU has AVX-512, else the scalar kernels), whose
+# The unit tests run twice: every test on this CPU's own vector kernels (unit-native), and
+# the tests in which torch computes floats again on another set (unit-rounding;
+# ATEN_CPU_CAPABILITY: AVX2 where the CPU has AVX-512, else the scalar kernels), whose
 # rounding differs, as another machine's would. A comparison that is bitwise where it should
-# allow a few ulp fails here, not on somebody else's CPU (tests/README.md). The two runs go
-# at the same time (each test is one thread); the second one's report follows the first's.
+# allow a few ulp fails here, not on somebody else's CPU (tests/README.md). The second run
+# (--rounding-run) leaves out the modules in which torch computes no float, in the test's
+# process or in a kernel it starts (the book builds, the scripts, the page layout, ...): the
+# list is ROUNDING_FREE in tests/conftest.py, held to that rule by tests/test_rounding_run.py
+# and by a watch on those modules in the first run. `make unit` runs the two at the same
+# time (each test is one thread); the second one's report follows the first's.
+OTHER_KERNELS = $$($(PY) -c "import torch; print('avx2' if torch.backends.cpu.get_cpu_capability() == 'AVX512' else 'default')")
+
 unit: setup
-	@other=$$($(PY) -c "import torch; print('avx2' if torch.backends.cpu.get_cpu_capability() == 'AVX512' else 'default')"); \
-	log=$$(mktemp); \
-	( ATEN_CPU_CAPABILITY=$$other $(BIN)/pytest tests -q -p no:cacheprovider > $$log 2>&1; \
-	  echo $$? > $$log.rc ) & \
-	$(BIN)/pytest tests -q --durations=15; first=$$?; wait; \
-	echo "== the unit tests with ATEN_CPU_CAPABILITY=$$other (another CPU's rounding):"; \
+	@log=$$(mktemp); \
+	( $(MAKE) --no-print-directory unit-rounding > $$log 2>&1; echo $$? > $$log.rc ) & \
+	$(MAKE) --no-print-directory unit-native; first=$$?; wait; \
+	echo "== the second unit run (another CPU's rounding):"; \
 	cat $$log; second=$$(cat $$log.rc); rm -f $$log $$log.rc; \
 	test $$first -eq 0 && test $$second -eq 0
+
+unit-native: setup
+	$(BIN)/pytest tests -q --durations=15
+
+unit-rounding: setup
+	@other=$(OTHER_KERNELS); echo "ATEN_CPU_CAPABILITY=$$other (another CPU's rounding)"; \
+	ATEN_CPU_CAPABILITY=$$other $(BIN)/pytest tests -q -p no:cacheprovider --rounding-run
 
 # The student edition, made from the executed chapters of the last `make html` (it executes
 # nothing), then checked to hold no solution. STUDENT_REPOSITORY=URL names the repository
@@ -150,20 +189,33 @@ notebooks: setup
 # Every page of both editions (_build/html, or RNNBOOK_SITE, and the student edition,
 # _build/student/_build/html) in Debian's headless Chromium, driven by Playwright:
 # JavaScript errors, math, images, widgets, headings, launch buttons, search, light and dark
-# mode. Screenshots: _build/browser-screenshots/. It tests the sites as they are and builds
-# neither: `make test` runs it after `html` and `student-check`. The two editions go in two
-# processes at the same time (each one mostly waits on its own Chromium); the student
-# edition's report follows the book's. RNNBOOK_EDITIONS=book|student picks one.
+# mode (the contrast of the figures from screenshots of the figures; RNNBOOK_SCREENSHOTS=DIR
+# saves a full-page screenshot of each page in each mode there, seconds of CPU each on a
+# long page). The measured contrasts: _build/browser-screenshots/readability.json. It tests
+# the sites as they are and builds neither. The two editions go in two processes at the same
+# time (each one mostly waits on its own Chromium); the student edition's report follows the
+# book's. RNNBOOK_EDITIONS=book|student picks one. `make test` runs the two halves itself:
+# browser-book beside student-check, browser-student after it (see the stages above).
+BROWSER_BOOK := RNNBOOK_EDITIONS=book $(BIN)/pytest tests/browser -q --durations=15
+BROWSER_STUDENT := RNNBOOK_EDITIONS=student $(BIN)/pytest tests/browser/test_site.py -q
+
 browser: setup
 	scripts/install_browser.sh
 	@if [ -n "$$RNNBOOK_EDITIONS" ]; then exec $(BIN)/pytest tests/browser -q; fi; \
 	log=$$(mktemp); \
-	( RNNBOOK_EDITIONS=student $(BIN)/pytest tests/browser/test_site.py -q > $$log 2>&1; \
+	( $(BROWSER_STUDENT) > $$log 2>&1; \
 	  echo $$? > $$log.rc ) & \
-	RNNBOOK_EDITIONS=book $(BIN)/pytest tests/browser -q --durations=15; first=$$?; wait; \
+	$(BROWSER_BOOK); first=$$?; wait; \
 	echo "== the browser tests of the student edition:"; \
 	cat $$log; second=$$(cat $$log.rc); rm -f $$log $$log.rc; \
 	test $$first -eq 0 && test $$second -eq 0
+
+# The halves of `browser` that `make test` runs (after scripts/install_browser.sh).
+browser-book: setup
+	$(BROWSER_BOOK)
+
+browser-student: setup
+	$(BROWSER_STUDENT)
 
 # --- Colab ---------------------------------------------------------------------------------
 # Chapters 1, 3, 4 and 5 (the slider figures) in a virtual environment with Colab's versions

@@ -663,8 +663,10 @@ def test_the_summary_says_when_and_why_training_stopped_early(monkeypatch, capsy
 
 def test_the_book_build_asks_for_one_line_per_training():
     """`make html` and `make notebooks` execute the chapters with RNNBOOK_PROGRESS=summary
-    (unless the caller sets it): the executed pages show no rows of finished bars."""
+    (unless the caller sets it): the executed pages show no rows of finished bars. So do
+    `chapters` and `render`, the halves of `html` that `make test` runs."""
     from pathlib import Path
 
     makefile = (Path(__file__).resolve().parents[1] / "Makefile").read_text()
     assert re.search(r"^html notebooks: export RNNBOOK_PROGRESS \?= summary$", makefile, re.M)
+    assert re.search(r"^chapters render: export RNNBOOK_PROGRESS \?= summary$", makefile, re.M)

@@ -13,9 +13,12 @@ Environment (read once, at import, before any fixture changes the environment):
     RNNBOOK_STUDENT_SOURCES  the student edition's sources, for its _config.yml and _toc.yml
                           (default: _build/student-src)
     RNNBOOK_EDITIONS      the editions to test, of "book,student" (default: both)
-    RNNBOOK_SCREENSHOTS   where the light and dark screenshots go (default:
-                          _build/browser-screenshots of this repository; the student
-                          edition's in its student/ folder)
+    RNNBOOK_SCREENSHOTS   a folder: save there a full-page screenshot of every page in light
+                          and dark mode (the student edition's in its student/ folder). Unset,
+                          none is saved (a long page's costs seconds of CPU; the contrast
+                          of the figures is measured on screenshots of the figures alone),
+                          and the measured contrasts (readability.json) go to
+                          _build/browser-screenshots of this repository
     RNNBOOK_CHROMIUM      the Chromium binary (default: /usr/bin/chromium, Debian's package;
                           scripts/install_browser.sh installs it)
 """
@@ -43,6 +46,7 @@ WANTED = [e.strip() for e in os.environ.get("RNNBOOK_EDITIONS", "book,student").
 SCREENSHOTS = Path(
     os.environ.get("RNNBOOK_SCREENSHOTS") or ROOT / "_build" / "browser-screenshots"
 ).resolve()
+SAVE_SCREENSHOTS = bool(os.environ.get("RNNBOOK_SCREENSHOTS"))
 CHROMIUM = os.environ.get("RNNBOOK_CHROMIUM") or "/usr/bin/chromium"
 
 VIEWPORT = {"width": 1280, "height": 900}  # wide enough for both sidebars of the theme
@@ -107,6 +111,7 @@ def pytest_configure(config):
         )
     config.screenshots_taken = []
     config.readability = []
+    config.editions_tested = list(EDITIONS)
 
 
 def pytest_generate_tests(metafunc):
@@ -217,10 +222,13 @@ def readability(request) -> list:
 
 @pytest.fixture(scope="session")
 def screenshot_path(request):
-    """``screenshot_path(page, mode, edition)``: the file for a page's screenshot (the
-    student edition's in a folder of its own), recorded for the summary."""
+    """``screenshot_path(page, mode, edition)``: the file for a page's full-page screenshot
+    (the student edition's in a folder of its own), recorded for the summary; None, so no
+    screenshot, unless RNNBOOK_SCREENSHOTS names a folder."""
 
-    def path(page: str, mode: str, edition: str = "book") -> Path:
+    def path(page: str, mode: str, edition: str = "book") -> Path | None:
+        if not SAVE_SCREENSHOTS:
+            return None
         folder = SCREENSHOTS if edition == "book" else SCREENSHOTS / edition
         shot = folder / f"{page.replace('/', '_')}-{mode}.png"
         request.config.screenshots_taken.append(shot)

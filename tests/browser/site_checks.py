@@ -773,17 +773,15 @@ _COLOURS_JS = """
   const visible = (el) => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
   const sample = (selector, limit) => [...document.querySelectorAll(selector)].filter(visible).slice(0, limit)
     .map(el => ({text: el.textContent.trim().slice(0, 40), color: parse(getComputedStyle(el).color), background: backdrop(el)}));
-  const docTop = (el) => el.getBoundingClientRect().top + window.scrollY;
   return {
     math: sample('article.bd-article mjx-container', 400),
     widgetText: sample('article.bd-article .widget-label, article.bd-article .widget-readout, article.bd-article .widget-html-content', 200),
     bodyText: sample('article.bd-article p', 3),
-    // Images that did not load are the images check's to report.
-    figures: [...document.querySelectorAll('article.bd-article img')]
-      .filter(img => visible(img) && img.naturalWidth > 0).map(img => {
-      const r = img.getBoundingClientRect();
-      const figure = {src: (img.getAttribute('src') || '').slice(0, 60), filter: getComputedStyle(img).filter,
-                      x: r.left + window.scrollX, y: docTop(img), width: r.width, height: r.height,
+    // Images that did not load are the images check's to report. ``index`` is the image's
+    // place among the page's _FIGURES (the same selector), by which check_theme screenshots it.
+    figures: [...document.querySelectorAll('article.bd-article img')].map((img, index) => [img, index])
+      .filter(([img]) => visible(img) && img.naturalWidth > 0).map(([img, index]) => {
+      const figure = {src: (img.getAttribute('src') || '').slice(0, 60), filter: getComputedStyle(img).filter, index,
                       url: img.currentSrc || img.src, histogram: [], total: 0};
       if (known.includes(figure.url)) return figure;
       try {
@@ -806,6 +804,7 @@ _COLOURS_JS = """
   };
 }
 """
+_FIGURES = "article.bd-article img"  # the figures of _COLOURS_JS
 
 
 def _figure_contrast(histogram, total: int, backdrop) -> tuple[float, tuple, tuple] | None:
@@ -844,9 +843,9 @@ def _figure_contrast(histogram, total: int, backdrop) -> tuple[float, tuple, tup
 
 
 def _open_screenshot(png: bytes) -> Image.Image:
-    """Our own full-page screenshot as an RGB image. Pillow takes an image of over 89 million
-    pixels for a decompression bomb (a warning, and an error above twice that); the full-page
-    screenshot of a long page (the package's reference, about 130 million) is no such thing."""
+    """Our own screenshot as an RGB image. Pillow takes an image of over 89 million pixels for
+    a decompression bomb (a warning, and an error above twice that); the full-page screenshot
+    of a long page (the package's reference, about 130 million) is no such thing."""
     limit = Image.MAX_IMAGE_PIXELS
     Image.MAX_IMAGE_PIXELS = None
     try:
@@ -855,16 +854,33 @@ def _open_screenshot(png: bytes) -> Image.Image:
         Image.MAX_IMAGE_PIXELS = limit
 
 
+def _backdrop(page, index: int, timeout: int = READY_TIMEOUT) -> tuple:
+    """The colour the reader sees most within the box of figure ``index`` (of _FIGURES): the
+    page behind a transparent figure, or the figure's own background. From a screenshot of
+    the figure's box alone (Playwright scrolls it into view), which gives the pixels of the
+    same box of a full-page screenshot at a small part of its cost."""
+    png = (
+        page.locator(_FIGURES)
+        .nth(index)
+        .screenshot(animations="disabled", caret="hide", timeout=timeout)
+    )
+    image = _open_screenshot(png)
+    count, colour = max(image.getcolors(image.width * image.height))
+    return colour
+
+
 def check_theme(
     visit: Visit, mode: str, screenshot: Path | None = None, measurements: list | None = None
 ) -> list[str]:
-    """Switch the page to ``mode`` (light or dark), screenshot it, and measure readability.
+    """Switch the page to ``mode`` (light or dark) and measure its readability.
 
     - math (every MathJax container) and widget text: colour against its backdrop >= 4.5:1;
     - figures: not dimmed by a CSS filter, and their grey ink against the background they
-      are drawn on (the screenshot's pixels behind them) >= 3:1.
+      are drawn on (the pixels behind them, from a screenshot of each figure) >= 3:1.
     The page's own text is sampled too (three paragraphs), as a control. With
-    ``measurements``, a record of every measured contrast is appended to it.
+    ``measurements``, a record of every measured contrast is appended to it. With
+    ``screenshot`` (a path), a full-page screenshot is saved there: it costs seconds of CPU
+    on a long page, so the suite takes it only when asked (RNNBOOK_SCREENSHOTS).
     """
     page = visit.page
     page.evaluate(_SET_THEME_JS, mode)
@@ -872,9 +888,9 @@ def check_theme(
     for figure in colours["figures"]:  # an image counted in the other mode: its counts then
         counted = {k: figure[k] for k in ("histogram", "total", "error") if k in figure}
         figure.update(visit.image_pixels.setdefault(figure["url"], counted))
-    # a full-page shot of the tallest pages (the claims page) takes long on a busy machine
-    shot = page.screenshot(full_page=True, animations="disabled", caret="hide", timeout=120_000)
     if screenshot is not None:
+        # a full-page shot of the tallest pages (the claims page) takes long on a busy machine
+        shot = page.screenshot(full_page=True, animations="disabled", caret="hide", timeout=120_000)
         screenshot.parent.mkdir(parents=True, exist_ok=True)
         screenshot.write_bytes(shot)
     problems = []
@@ -894,8 +910,6 @@ def check_theme(
                 f"{mode}: {kind} {item['text']!r} has contrast {ratio:.2f}:1 < {TEXT_CONTRAST}:1 "
                 f"(colour {item['color'][:3]} on {[round(c) for c in item['background']]})"
             )
-    image = _open_screenshot(shot)
-    scale = image.width / page.evaluate("document.documentElement.scrollWidth")
     for figure in colours["figures"]:
         name = figure["src"]
         if figure["filter"] not in ("none", ""):
@@ -903,17 +917,7 @@ def check_theme(
         if "error" in figure:
             problems.append(f"{mode}: figure {name} could not be read back: {figure['error']}")
             continue
-        box = [
-            figure["x"],
-            figure["y"],
-            figure["x"] + figure["width"],
-            figure["y"] + figure["height"],
-        ]
-        crop = image.crop([round(v * scale) for v in box])
-        pixels = (
-            crop.get_flattened_data() if hasattr(crop, "get_flattened_data") else crop.getdata()
-        )
-        backdrop = Counter(pixels).most_common(1)[0][0]
+        backdrop = _backdrop(page, figure["index"])
         measured = _figure_contrast(figure["histogram"], figure["total"], backdrop)
         if measured is None:
             problems.append(f"{mode}: figure {name} shows a single colour")

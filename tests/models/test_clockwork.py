@@ -7,6 +7,7 @@ so they are compared within a few ulp; an idle module's state is a copy, compare
 import pytest
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from rnnbook.models.clockwork import (
     CWLSTM,
@@ -14,6 +15,8 @@ from rnnbook.models.clockwork import (
     GATES,
     IDLE_GATES,
     ClockworkLM,
+    _projection_groups,
+    _read_out,
     module_runs,
     recurrent_share,
 )
@@ -387,3 +390,191 @@ def test_the_language_model_carries_its_state_across_windows(cell):
     assert logits.shape == (2, 7, 50)
     again, _ = model(tokens, state)
     assert not torch.equal(again, logits)  # the carried state matters
+
+
+# --- the unit-major rewrite (issue #32) against a frozen copy of the code it replaced -----------
+# FROZEN REFERENCE: the sliced path's autograd Function and its call as they were before the
+# states became unit-major and the narrow read-out moved inside. Not used by the package;
+# edit it only to follow an intended change of behaviour, never to make the test below pass.
+
+
+class _FrozenClockedRecurrence(torch.autograd.Function):
+    """FROZEN REFERENCE (not the package's code): ``_ClockedRecurrence`` as it was before
+    issue #32, batch-major states, kept verbatim to check the unit-major rewrite against.
+
+    (cw-rnn) over a window, computing only the ticking runs of modules, with BPTT by hand.
+
+    Inputs: ``x`` (L, B, d_x), the inputs in time-major order; ``weight_ih`` (H, d_x) and
+    ``bias`` (H,), the input part ``W_x x_t + b``; ``h0`` (B, H); ``W`` (H, H), the masked
+    recurrent matrix ``W[destination, source]``; ``plan``, the slices of every step;
+    ``groups``, the modules that tick together and when (:func:`_projection_groups`);
+    ``tanh``, the activation (else linear). Returns the states (L, B, H).
+
+    Real skipping (cw-sliced) on both sides of the recurrence: a module's input part is
+    computed only at its ticks (one product per group of modules), its recurrent part only
+    at its ticks, and in the backward pass each weight gradient only where the module ticked
+    and the mask keeps weights. The input part lives inside the function so that autograd
+    never sees a partly filled (L, B, H) tensor (assigning into one would make the backward
+    pass copy the whole gradient once per group).
+    """
+
+    @staticmethod
+    def forward(ctx, x, weight_ih, bias, h0, W, plan, groups, tanh):
+        steps, _, _ = plan
+        L, B, _ = x.shape
+        # W_x x_t + b for every module at its ticks; entries of idle steps are never read
+        x_proj = x.new_empty(L, B, W.shape[0])
+        for rows, ticks_at in groups:
+            if len(ticks_at) == L:  # ticks at every step
+                x_proj[:, :, rows] = nn.functional.linear(x, weight_ih[rows], bias[rows])
+            elif ticks_at:
+                at = torch.tensor(ticks_at, device=x.device)
+                x_at = x.index_select(0, at)
+                x_proj[at, :, rows] = nn.functional.linear(x_at, weight_ih[rows], bias[rows])
+        states = torch.empty_like(x_proj)  # (L, B, H)
+        h_prev = h0
+        for t, x_t in enumerate(x_proj):
+            h = states[t]  # (B, H), filled in place: no autograd inside
+            for rows, sources, ticks in steps[t]:
+                if ticks:  # (cw-sliced): only these rows, against the columns they read
+                    a = torch.addmm(x_t[:, rows], h_prev[:, sources], W[rows, sources].T)
+                    h[:, rows] = a.tanh_() if tanh else a  # (B, n)
+                else:  # (skip-update) with b = 0: a copy
+                    h[:, rows] = h_prev[:, rows]
+            h_prev = h
+        ctx.save_for_backward(x, weight_ih, h0, W, states)
+        ctx.plan, ctx.groups, ctx.tanh = plan, groups, tanh
+        return states
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_states):
+        x, weight_ih, h0, W, states = ctx.saved_tensors
+        steps, blocks, k = ctx.plan
+        L = states.shape[0]
+        # δ_t = dLoss/da_t, written (and read) only where a module ticks: 0 elsewhere
+        grad_a = torch.empty_like(states)  # (L, B, H)
+        grad_h = torch.zeros_like(h0)  # (B, H) g_t = dLoss/dh_t, carried back in time
+        for t in range(L - 1, -1, -1):
+            grad_h += grad_states[t]
+            ticking = [(rows, sources) for rows, sources, ticks in steps[t] if ticks]
+            if not ticking:
+                continue  # every module copied: the gradient passes unchanged
+            for rows, _ in ticking:
+                if ctx.tanh:
+                    h = states[t, :, rows]
+                    grad_a[t, :, rows] = grad_h[:, rows] * (1 - h * h)
+                else:
+                    grad_a[t, :, rows] = grad_h[:, rows]
+                grad_h[:, rows] = 0  # a ticking unit did not copy h_{t-1}
+            for rows, sources in ticking:  # (cw-bptt)
+                grad_h[:, sources].addmm_(grad_a[t, :, rows], W[rows, sources])
+        grad_W = None
+        if ctx.needs_input_grad[4]:
+            # (cw-grad): module m's rows, the columns it reads, summed over its ticks at once
+            grad_W = torch.zeros_like(W)
+            for rows, sources, ticks_at in blocks:
+                g, h_prev = grad_a[:, :, rows], states[:, :, sources]
+                if ticks_at and ticks_at[0] == 0:  # h_{-1} is h0
+                    grad_W[rows, sources] += g[0].T @ h0[:, sources]
+                    ticks_at = ticks_at[1:]
+                if not ticks_at:
+                    continue
+                if len(ticks_at) == L - 1:  # ticks at every step: no gather needed
+                    g, h_prev = g[1:], h_prev[:-1]
+                else:
+                    at = torch.tensor(ticks_at, device=W.device)
+                    g, h_prev = g.index_select(0, at), h_prev.index_select(0, at - 1)
+                grad_W[rows, sources] += g.reshape(-1, k).T @ h_prev.reshape(-1, h_prev.shape[-1])
+        # the input part: each group's rows, only at its ticks
+        grad_x = torch.zeros_like(x) if ctx.needs_input_grad[0] else None
+        grad_weight_ih = torch.zeros_like(weight_ih)
+        grad_bias = grad_weight_ih.new_zeros(weight_ih.shape[0])
+        for rows, ticks_at in ctx.groups:
+            if not ticks_at:
+                continue
+            g, x_at = grad_a[:, :, rows], x  # (L, B, n), (L, B, d_x)
+            if len(ticks_at) < L:
+                at = torch.tensor(ticks_at, device=x.device)
+                g, x_at = g.index_select(0, at), x.index_select(0, at)
+            g2 = g.reshape(-1, g.shape[-1])  # (ticks * B, n)
+            grad_weight_ih[rows] = g2.T @ x_at.reshape(-1, x.shape[-1])
+            grad_bias[rows] = g2.sum(0)
+            if grad_x is not None:
+                gx = g @ weight_ih[rows]  # (ticks, B, d_x)
+                if len(ticks_at) < L:
+                    grad_x.index_add_(0, at, gx)
+                else:
+                    grad_x += gx
+        return grad_x, grad_weight_ih, grad_bias, grad_h, grad_W, None, None, None
+
+
+def _frozen_sliced_forward(model, x, h0, t0):
+    """FROZEN REFERENCE: CWRNN.forward(mode="sliced") before issue #32, (y, h_all, h_L)."""
+    L = x.shape[1]
+    W = model.weight_hh * model.mask
+    plan = model._plan(L, t0)
+    groups = _projection_groups(model.periods, model.module_size, L, t0 % lcm(model.periods))
+    states = _FrozenClockedRecurrence.apply(
+        x.transpose(0, 1), model.weight_ih, model.bias, h0, W, plan, groups,
+        model.activation == "tanh",
+    )  # fmt: skip
+    return _read_out(model.readout, states), states.transpose(0, 1), states[-1]
+
+
+REWRITE_CASES = [((1, 2, 4, 8), 0), ((1, 2, 3, 4), 5), ((2, 2, 4, 4), 1), ((3, 5, 5, 7), 9)]
+
+
+@pytest.mark.parametrize("periods, t0", [*REWRITE_CASES, ((1, 2, 3, 4, 5), 2)])
+@pytest.mark.parametrize("connectivity", ["uni", "bi"])
+@pytest.mark.parametrize("activation", ["tanh", "linear"])
+@pytest.mark.parametrize("d_x", [1, "H"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("d_y", [2, 5])  # B = 3: the read-out inside the recurrence, and not
+def test_the_unit_major_rewrite_computes_what_the_frozen_batch_major_code_computed(
+    periods, t0, connectivity, activation, d_x, dtype, d_y
+):
+    H = 3 * len(periods)
+    d_x = H if d_x == "H" else d_x
+    torch.manual_seed(0)
+    model = CWRNN(d_x, H, d_y, periods, connectivity=connectivity, activation=activation)
+    model = model.to(dtype)
+    with torch.no_grad():
+        model.bias.uniform_(-1, 1)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(3, 30, d_x, generator=g, dtype=dtype).requires_grad_()
+    h0 = torch.randn(3, H, generator=g, dtype=dtype).requires_grad_()
+    results = {}
+    for name, run in (
+        ("new", lambda: model(x, h0, t0=t0)),
+        ("frozen", lambda: _frozen_sliced_forward(model, x, h0, t0)),
+    ):
+        y, h, h_L = run()
+        loss = (y**2).sum() + h_L.sum() + (h[:, 4] ** 2).sum()  # every output gets a gradient
+        results[name] = (y, h, h_L, *torch.autograd.grad(loss, [x, h0, *model.parameters()]))
+    for k, (new, frozen) in enumerate(zip(results["new"], results["frozen"])):
+        assert new.shape == frozen.shape
+        assert_close_ulps(new, frozen, ulps=8 if k < 3 else 64)  # gradients: sums over steps
+
+
+@pytest.mark.parametrize("uses", ["y", "h_all", "h_L"])
+def test_the_rewrite_agrees_when_only_one_output_is_used(uses):
+    """The hand-written backward skips the parts of an output nobody uses (its gradient is
+    None): each output alone, with an input that needs no gradient, still agrees."""
+    torch.manual_seed(0)
+    model = CWRNN(2, 12, 2, (1, 2, 3, 4)).double()
+    x = _x(L=25)  # no gradient wanted
+    h0 = torch.randn(3, 12, dtype=F64, generator=torch.Generator().manual_seed(1))
+    grads = {}
+    for name, run in (
+        ("new", lambda: model(x, h0, t0=3)),
+        ("frozen", lambda: _frozen_sliced_forward(model, x, h0, 3)),
+    ):
+        y, h, h_L = run()
+        loss = {"y": (y**2).sum(), "h_all": (h**2).sum(), "h_L": h_L.sum()}[uses]
+        grads[name] = torch.autograd.grad(loss, list(model.parameters()), allow_unused=True)
+    for new, frozen in zip(grads["new"], grads["frozen"]):
+        if frozen is None or not frozen.any():  # the read-out, when only states are used
+            assert new is None or not new.any()
+        else:
+            assert_close_ulps(new, frozen, ulps=64)

@@ -42,8 +42,8 @@ The sliced CWRNN runs its own backward pass, BPTT written out as in Chapter 1. W
     ∂Loss/∂W[m, S_m] = Σ_{t: module m ticks} δ_t[m]ᵀ h_{t−1}[S_m]                   (cw-grad)
 
 so the backward loop also touches only ticking rows, and each module's weight gradient is
-one product over all the steps at which it ticked (autograd would record a few small
-operations per step and give every step its own weight gradient to allocate and add).
+added up in place in the module's own block, one term per tick (autograd would record a few
+small operations per step and give every step its own weight gradient to allocate and add).
 The CWLSTM's real skipping stays with autograd; see :class:`CWLSTM`.
 """
 
@@ -201,112 +201,165 @@ class _Clockwork(nn.Module):
 # --- the Clockwork RNN ----------------------------------------------------------------------
 
 
+def _every(ticks_at: tuple[int, ...]) -> slice:
+    """A clock's ticks as a slice of steps: a module ticks every T steps from its first tick
+    (skip-clock), so the steps of a group of modules that tick together are evenly spaced."""
+    first, last = ticks_at[0], ticks_at[-1]
+    return slice(first, last + 1, ticks_at[1] - first if len(ticks_at) > 1 else 1)
+
+
 class _ClockedRecurrence(torch.autograd.Function):
     """(cw-rnn) over a window, computing only the ticking runs of modules, with BPTT by hand.
 
-    Inputs: ``x`` (L, B, d_x), the inputs in time-major order; ``weight_ih`` (H, d_x) and
-    ``bias`` (H,), the input part ``W_x x_t + b``; ``h0`` (B, H); ``W`` (H, H), the masked
-    recurrent matrix ``W[destination, source]``; ``plan``, the slices of every step;
+    Inputs: ``x`` (B, L, d_x), the inputs batch-first; ``weight_ih`` (H, d_x) and ``bias``
+    (H,), the input part ``W_x x_t + b``; ``h0`` (B, H); ``W`` (H, H), the masked recurrent
+    matrix ``W[destination, source]``; ``weight_y`` (d_y, H) and ``bias_y`` (d_y,), the
+    read-out, or None to leave it to the caller; ``plan``, the slices of every step;
     ``groups``, the modules that tick together and when (:func:`_projection_groups`);
-    ``tanh``, the activation (else linear). Returns the states (L, B, H).
+    ``tanh``, the activation (else linear). Returns ``(y, states)``: the outputs (B, L, d_y)
+    (None without a read-out) and the states (L, H, B).
+
+    The states are stored unit-major, one (H, B) matrix per step: a unit's values for the
+    batch are one row, so the rows of a run of neighbouring modules are one contiguous block
+    ``h_t[R]`` (n, B). The run's product is added in place to that block, which already holds
+    its input part (written there for all of the group's ticks at once); an idle run is one
+    contiguous copy; in the backward pass ``δ_t[R]`` and ``g_t[S]`` are contiguous blocks
+    too. With batch-major (B, H) storage each of these would be B strided pieces, and a
+    product's result a temporary to copy into place.
 
     Real skipping (cw-sliced) on both sides of the recurrence: a module's input part is
     computed only at its ticks (one product per group of modules), its recurrent part only
     at its ticks, and in the backward pass each weight gradient only where the module ticked
-    and the mask keeps weights. The input part lives inside the function so that autograd
-    never sees a partly filled (L, B, H) tensor (assigning into one would make the backward
-    pass copy the whole gradient once per group).
+    and the mask keeps weights: module m's block of ``W`` gets ``δ_t[m] h_{t−1}[S_m]ᵀ`` at
+    each of its ticks (unit-major blocks, (k, B) and (|S_m|, B): the δᵀh of (cw-grad) in the
+    module docstring's batch-major terms), added in place, whose sum over the ticks is
+    (cw-grad).
+
+    A read-out no wider than the batch (d_y <= B) is computed here as well, for all steps in
+    one batched product, and its gradient is added to g_t at each step (the output's part of
+    (cw-bptt)), so the states are never copied into batch-first order and their gradient
+    never forms an (L, B, H) tensor. A wider read-out, such as a language model's vocabulary,
+    is left to the caller: one product over a batch-first copy of the states.
     """
 
     @staticmethod
-    def forward(ctx, x, weight_ih, bias, h0, W, plan, groups, tanh):
+    def forward(ctx, x, weight_ih, bias, h0, W, weight_y, bias_y, plan, groups, tanh):
+        ctx.set_materialize_grads(False)  # an output nobody uses gets None, not zeros
         steps, _, _ = plan
-        L, B, _ = x.shape
-        # W_x x_t + b for every module at its ticks; entries of idle steps are never read
-        x_proj = x.new_empty(L, B, W.shape[0])
+        B, L, _ = x.shape
+        H = W.shape[0]
+        s = x.new_empty(L + 1, H, B)  # s[t + 1] = h_t (H, B), unit-major; s[0] = h0
+        s[0] = h0.T
+        # x̂_t[R] = W_x[R] x_t + b[R] for each group at its ticks, written where h_t[R] goes
+        x_columns = x.permute(1, 2, 0)  # (L, d_x, B): x_t with one column per sequence
         for rows, ticks_at in groups:
-            if len(ticks_at) == L:  # ticks at every step
-                x_proj[:, :, rows] = nn.functional.linear(x, weight_ih[rows], bias[rows])
-            elif ticks_at:
-                at = torch.tensor(ticks_at, device=x.device)
-                x_at = x.index_select(0, at)
-                x_proj[at, :, rows] = nn.functional.linear(x_at, weight_ih[rows], bias[rows])
-        states = torch.empty_like(x_proj)  # (L, B, H)
-        h_prev = h0
-        for t, x_t in enumerate(x_proj):
-            h = states[t]  # (B, H), filled in place: no autograd inside
+            if ticks_at:
+                at = _every(ticks_at)
+                x_hat = s[at.start + 1 : at.stop + 1 : at.step, rows]  # (ticks, n, B)
+                x_hat.copy_(bias[rows, None].expand_as(x_hat))
+                w_x = weight_ih[rows].expand(x_hat.shape[0], -1, -1)
+                # in place, written with out= (rather than baddbmm_, addmm_) so that torch's
+                # FlopCounterMode counts the product, as the tests do
+                torch.baddbmm(x_hat, w_x, x_columns[at], out=x_hat)
+        W_runs = {}  # W[R, S] of each ticking run, sliced once per call
+        s_steps = s.unbind(0)
+        for t in range(L):
+            h_prev, h = s_steps[t], s_steps[t + 1]
             for rows, sources, ticks in steps[t]:
                 if ticks:  # (cw-sliced): only these rows, against the columns they read
-                    a = torch.addmm(x_t[:, rows], h_prev[:, sources], W[rows, sources].T)
-                    h[:, rows] = a.tanh_() if tanh else a  # (B, n)
+                    key = (rows.start, rows.stop, sources.start)
+                    if key not in W_runs:
+                        W_runs[key] = W[rows, sources]
+                    a = h[rows]  # (n, B), holding x̂_t[R]
+                    torch.addmm(a, W_runs[key], h_prev[sources], out=a)
+                    if tanh:
+                        a.tanh_()
                 else:  # (skip-update) with b = 0: a copy
-                    h[:, rows] = h_prev[:, rows]
-            h_prev = h
-        ctx.save_for_backward(x, weight_ih, h0, W, states)
-        ctx.plan, ctx.groups, ctx.tanh = plan, groups, tanh
-        return states
+                    h[rows].copy_(h_prev[rows])
+        y = None
+        if weight_y is not None:  # y_t = W_y h_t + b_y of every step, one batched product
+            d_y = weight_y.shape[0]
+            y_columns = torch.baddbmm(bias_y[:, None], weight_y.expand(L, d_y, H), s[1:])
+            y = y_columns.permute(2, 0, 1).contiguous()  # (B, L, d_y)
+        ctx.save_for_backward(x, weight_ih, W, weight_y, s)
+        ctx.plan, ctx.tanh = plan, tanh
+        return y, s[1:]
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad_states):
-        x, weight_ih, h0, W, states = ctx.saved_tensors
-        steps, blocks, k = ctx.plan
-        L = states.shape[0]
-        # δ_t = dLoss/da_t, written (and read) only where a module ticks: 0 elsewhere
-        grad_a = torch.empty_like(states)  # (L, B, H)
-        grad_h = torch.zeros_like(h0)  # (B, H) g_t = dLoss/dh_t, carried back in time
+    def backward(ctx, grad_y, grad_states):
+        x, weight_ih, W, weight_y, s = ctx.saved_tensors
+        steps, blocks, _ = ctx.plan
+        B, L, _ = x.shape
+        H = W.shape[0]
+        need_x, need_h0, need_W = (ctx.needs_input_grad[i] for i in (0, 3, 4))
+        grad_x = torch.zeros_like(x) if need_x else None
+        grad_weight_ih = torch.zeros_like(weight_ih)
+        grad_W = torch.zeros_like(W) if need_W else None
+        grad_h = W.new_zeros(H, B)  # g_t = dLoss/dh_t, carried back in time
+        delta = W.new_empty(H, B)  # δ_t = g_t ⊙ f'(a_t), written (and read) on ticking rows
+        delta_sum = W.new_zeros(H, B)  # Σ_t δ_t: the bias's gradient, summed over the batch
+        grad_weight_y = grad_bias_y = None
+        if weight_y is not None and grad_y is not None:
+            grad_weight_y = torch.zeros_like(weight_y)
+            grad_bias_y = grad_y.sum((0, 1))
+            grad_y_columns = grad_y.permute(1, 2, 0).unbind(0)  # (d_y, B) per step
+            weight_y_T = weight_y.T
+        s_steps, s_steps_T = s.unbind(0), s.transpose(1, 2).unbind(0)  # h_{t−1}, h_{t−1}ᵀ
+        x_steps = x.unbind(1)  # x_t (B, d_x)
+        run_views = {}
+
+        def views_of(rows, sources):
+            """The blocks a ticking run reads and writes, sliced once per call: its rows of
+            g and δ, the columns it feeds back, its weights, and its blocks of W (cw-grad),
+            one per module, or one for neighbouring modules that read the same columns."""
+            modules = []
+            for m_rows, m_sources, _ in blocks if need_W else ():
+                if rows.start <= m_rows.start and m_rows.stop <= rows.stop:
+                    if modules and modules[-1][1] == m_sources:
+                        m_rows = slice(modules[-1][0].start, m_rows.stop)
+                        modules.pop()
+                    modules.append((m_rows, m_sources))
+            modules = [(grad_W[r, c], delta[r], c) for r, c in modules]
+            return (rows, grad_h[rows], delta[rows], grad_h[sources], W[rows, sources].T,
+                    grad_weight_ih[rows], delta_sum[rows], weight_ih[rows], modules)  # fmt: skip
+
         for t in range(L - 1, -1, -1):
-            grad_h += grad_states[t]
-            ticking = [(rows, sources) for rows, sources, ticks in steps[t] if ticks]
+            if grad_states is not None:
+                grad_h += grad_states[t]
+            if grad_weight_y is not None:  # the output's gradient at t, and the read-out's
+                g_y = grad_y_columns[t]  # (d_y, B)
+                grad_h.addmm_(weight_y_T, g_y)
+                grad_weight_y.addmm_(g_y, s_steps_T[t + 1])
+            ticking = []
+            for rows, sources, ticks in steps[t]:
+                if ticks:
+                    key = (rows.start, rows.stop, sources.start)
+                    if key not in run_views:
+                        run_views[key] = views_of(rows, sources)
+                    ticking.append(run_views[key])
             if not ticking:
                 continue  # every module copied: the gradient passes unchanged
-            for rows, _ in ticking:
-                if ctx.tanh:
-                    h = states[t, :, rows]
-                    grad_a[t, :, rows] = grad_h[:, rows] * (1 - h * h)
+            h = s_steps[t + 1]
+            for rows, g, d, *_ in ticking:
+                if ctx.tanh:  # δ = g ⊙ (1 − h²), torch's fused derivative of tanh
+                    torch.ops.aten.tanh_backward.grad_input(g, h[rows], grad_input=d)
                 else:
-                    grad_a[t, :, rows] = grad_h[:, rows]
-                grad_h[:, rows] = 0  # a ticking unit did not copy h_{t-1}
-            for rows, sources in ticking:  # (cw-bptt)
-                grad_h[:, sources].addmm_(grad_a[t, :, rows], W[rows, sources])
-        grad_W = None
-        if ctx.needs_input_grad[4]:
-            # (cw-grad): module m's rows, the columns it reads, summed over its ticks at once
-            grad_W = torch.zeros_like(W)
-            for rows, sources, ticks_at in blocks:
-                g, h_prev = grad_a[:, :, rows], states[:, :, sources]
-                if ticks_at and ticks_at[0] == 0:  # h_{-1} is h0
-                    grad_W[rows, sources] += g[0].T @ h0[:, sources]
-                    ticks_at = ticks_at[1:]
-                if not ticks_at:
-                    continue
-                if len(ticks_at) == L - 1:  # ticks at every step: no gather needed
-                    g, h_prev = g[1:], h_prev[:-1]
-                else:
-                    at = torch.tensor(ticks_at, device=W.device)
-                    g, h_prev = g.index_select(0, at), h_prev.index_select(0, at - 1)
-                grad_W[rows, sources] += g.reshape(-1, k).T @ h_prev.reshape(-1, h_prev.shape[-1])
-        # the input part: each group's rows, only at its ticks
-        grad_x = torch.zeros_like(x) if ctx.needs_input_grad[0] else None
-        grad_weight_ih = torch.zeros_like(weight_ih)
-        grad_bias = grad_weight_ih.new_zeros(weight_ih.shape[0])
-        for rows, ticks_at in ctx.groups:
-            if not ticks_at:
-                continue
-            g, x_at = grad_a[:, :, rows], x  # (L, B, n), (L, B, d_x)
-            if len(ticks_at) < L:
-                at = torch.tensor(ticks_at, device=x.device)
-                g, x_at = g.index_select(0, at), x.index_select(0, at)
-            g2 = g.reshape(-1, g.shape[-1])  # (ticks * B, n)
-            grad_weight_ih[rows] = g2.T @ x_at.reshape(-1, x.shape[-1])
-            grad_bias[rows] = g2.sum(0)
-            if grad_x is not None:
-                gx = g @ weight_ih[rows]  # (ticks, B, d_x)
-                if len(ticks_at) < L:
-                    grad_x.index_add_(0, at, gx)
-                else:
-                    grad_x += gx
-        return grad_x, grad_weight_ih, grad_bias, grad_h, grad_W, None, None, None
+                    d.copy_(g)
+                g.zero_()  # a ticking unit did not copy h_{t-1}
+            h_prev_T, x_t = s_steps_T[t], x_steps[t]
+            for _, _, d, g_sources, W_T, g_weight_ih, d_sum, w_x, modules in ticking:
+                g_sources.addmm_(W_T, d)  # (cw-bptt): W[R, S]ᵀ δ_t[R] into g_{t-1}[S]
+                g_weight_ih.addmm_(d, x_t)
+                d_sum += d
+                if grad_x is not None:
+                    grad_x[:, t].addmm_(d.T, w_x)
+                for g_W, d_m, m_sources in modules:  # (cw-grad): step t's term, in place
+                    g_W.addmm_(d_m, h_prev_T[:, m_sources])
+        grad_bias = delta_sum.sum(1)
+        grad_h0 = grad_h.T if need_h0 else None
+        return (grad_x, grad_weight_ih, grad_bias, grad_h0, grad_W, grad_weight_y, grad_bias_y,
+                None, None, None)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=64)
@@ -417,17 +470,21 @@ class CWRNN(_Clockwork):
             h0 = x.new_zeros(B, H)
         _check_state(h0, "h0", B, H)
         W = self.weight_hh * self.mask  # (H, H), W[destination, source]
-        x = x.transpose(0, 1)  # (L, B, d_x)
         if mode == "masked":
+            x = x.transpose(0, 1)  # (L, B, d_x)
             x_proj = nn.functional.linear(x, self.weight_ih, self.bias)  # (L, B, H), all units
             states = self._masked(x_proj, h0, W, t0)
-        else:
-            plan = self._plan(L, t0)
-            groups = _projection_groups(self.periods, self.module_size, L, t0 % lcm(self.periods))
-            states = _ClockedRecurrence.apply(
-                x, self.weight_ih, self.bias, h0, W, plan, groups, self.activation == "tanh"
-            )
-        return _read_out(self.readout, states), states.transpose(0, 1), states[-1]
+            return _read_out(self.readout, states), states.transpose(0, 1), states[-1]
+        plan = self._plan(L, t0)
+        groups = _projection_groups(self.periods, self.module_size, L, t0 % lcm(self.periods))
+        narrow = self.readout.out_features <= B  # the read-out runs inside (_ClockedRecurrence)
+        readout = (self.readout.weight, self.readout.bias) if narrow else (None, None)
+        y, states = _ClockedRecurrence.apply(
+            x, self.weight_ih, self.bias, h0, W, *readout, plan, groups, self.activation == "tanh"
+        )  # states (L, H, B), unit-major
+        if y is None:
+            y = _read_out(self.readout, states.transpose(1, 2))
+        return y, states.permute(2, 0, 1), states[-1].T
 
     def _masked(self, x_proj, h, W, t0):
         """Compute every module, then keep the idle ones (skip-update): (L, B, H)."""
