@@ -16,10 +16,12 @@ Contenders:
   hand-written BPTT as the sliced model: the fair dense baseline for the code path;
 * ``sliced``: the CWRNN computing only its ticking modules (cw-sliced);
 * ``masked``: the same CWRNN computed whole, then masked (skip-update);
-* ``products``: the floor under ``sliced``: exactly the matrix products its forward and
-  backward pass performs (:func:`sliced_products`), as plain ``addmm_`` calls on
-  preallocated contiguous tensors of the same shapes, with nothing else: no autograd, no
-  tanh, no copies of idle rows, no gathers;
+* ``products``: the floor under ``sliced``: the multiply-adds of its forward and backward
+  pass (:func:`sliced_products`), as plain ``addmm_`` calls on preallocated contiguous
+  tensors, with nothing else: no autograd, no tanh, no copies of idle rows, no gathers. The
+  forward and the gradients to the states have the model's shapes; each weight gradient is
+  one product over all the module's ticks, where the model adds one product per tick (the
+  same multiply-adds, fewer and larger products);
 * ``dense_products``: the same for the SRN's products (:func:`dense_products`), so that
   ``products / dense_products`` is the BLAS's own time for the sliced arithmetic.
 
@@ -152,8 +154,8 @@ def sliced_products(periods, H: int, L: int, B: int, d_x: int, d_y: int = 1) -> 
 def dense_products(H: int, L: int, B: int, d_x: int, d_y: int = 1) -> list:
     """The SRN's products for the same pass: the input projection of all steps at once, one
     (B, H)·(H, H) product per step forward and one per step backward, each weight gradient
-    as one product over all steps (as the sliced model takes its own; the book's SRN, through
-    autograd, takes the recurrent one step by step), and the same read-out."""
+    as one product over all steps (the layout of :func:`sliced_products`; the book's SRN,
+    through autograd, takes the recurrent one step by step), and the same read-out."""
     products = [("input", L * B, d_x, H)]
     products += [("recurrent", B, H, H)] * L
     products += _readout_products(H, L, B, d_y)

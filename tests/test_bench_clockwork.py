@@ -75,7 +75,8 @@ def counted_by_torch(model, x, **forward) -> int:
 @pytest.mark.parametrize("periods", PERIOD_SETS)
 @pytest.mark.parametrize("d_x", [1, 16])
 def test_products_are_those_the_models_perform(periods, d_x):
-    """The sliced CWRNN performs exactly sliced_products; the book's SRN all of
+    """The sliced CWRNN performs the multiply-adds of sliced_products (in total: it takes its
+    weight gradients tick by tick, the list one product per module); the book's SRN all of
     dense_products but one, the gradient to h0 at the first step, which nothing needs (the
     sliced model computes it)."""
     H, L, B = 16, 24, 3
