@@ -22,22 +22,21 @@ JBFLAGS ?= -W -n --keep-going
 # which executes each chapter once, and `render`, the build), `student-check`, and the
 # browser tests of both editions. A failing assert in a chapter fails `chapters`
 # (allow_errors is off in _config.yml), and the log shows the cell and its traceback.
-# `student-check` makes the student edition from that build's executed chapters (it
-# executes nothing) and tests it. `make notebooks` (nbval, no HTML) is there for working on
+# `student-check` makes the student edition from the chapters' runs (it executes nothing)
+# and tests it. `make notebooks` (nbval, no HTML) is there for working on
 # one chapter alone.
 #
-# The stages after set-up leave cores idle (the build renders on one core after the
-# chapters, the student edition's too, and the browser tests wait on Chromium), so `make
-# test` runs what needs none of them beside them, in the background: the unit tests
-# (`unit-native` from the start; `unit-rounding`, the second run, once the chapters have
-# executed, so that it takes the core the build leaves idle instead of slowing the
-# chapters), and the browser tests of the book (`browser-book`, beside `student-check`; the
-# student edition's, `browser-student`, follow it). A stage in the background reports after
-# the others, and its time runs from its start to its end. Set-up installs the Python
-# packages and the npm assets at the same time (-j2). A failing stage fails the whole and
-# stops the stages after it; the unit runs still run to their end. (The unit runs leave the
-# student edition's own tests to `student-check`, which runs them on the edition it has just
-# made: RNNBOOK_SKIP_STUDENT_BUILD, tests/test_student_edition.py.)
+# Every stage keeps the two cores busy with what does not wait on it, in the background:
+# the unit tests (`unit-native` beside the chapters, which run two at a time; `unit-rounding`,
+# the second run, from the end of the chapters on), the student edition (`student-check`,
+# built from the chapters' runs in the cache, beside `render`, the book's build: each of the
+# two builds renders on one core), and the student edition's browser tests
+# (`browser-student`, beside the book's, `browser-book`). A stage in the background reports
+# after the stage it ran beside, and its time runs from its start to its end. Set-up installs
+# the Python packages and the npm assets at the same time (-j2). A failing stage fails the
+# whole and stops the stages after it; the unit runs still run to their end. (The unit runs
+# leave the student edition's own tests to `student-check`, which runs them on the edition
+# it has just made: RNNBOOK_SKIP_STUDENT_BUILD, tests/test_student_edition.py.)
 
 help:
 	@echo "make book    execute every chapter and render the HTML into _build/html"
@@ -118,20 +117,24 @@ test:
 	    summary="$$summary$$(printf '%-15s %5d s  (beside %s)' $$1 $$took "$$3")\n"; \
 	    return $$status; }; \
 	timed setup -j2; timed lint; \
-	native=$$(mktemp); rounding=$$(mktemp); book=$$(mktemp); \
+	native=$$(mktemp); rounding=$$(mktemp); student=$$(mktemp); browser=$$(mktemp); \
 	( export RNNBOOK_SKIP_STUDENT_BUILD=1; later $$native unit-native ) & \
 	failed=0; timed chapters || failed=1; \
 	( export RNNBOOK_SKIP_STUDENT_BUILD=1; later $$rounding unit-rounding ) & \
-	if [ $$failed -eq 0 ]; then timed render || failed=1; fi; \
+	if [ $$failed -eq 0 ]; then \
+	    ( later $$student student-check ) & \
+	    timed render || failed=1; \
+	    report student-check $$student render || failed=1; \
+	fi; \
 	if [ $$failed -eq 0 ]; then scripts/install_browser.sh || failed=1; fi; \
 	if [ $$failed -eq 0 ]; then \
-	    ( later $$book browser-book ) & \
-	    { timed student-check && timed browser-student; } || failed=1; \
-	    report browser-book $$book student-check || failed=1; \
+	    ( later $$browser browser-student ) & \
+	    timed browser-book || failed=1; \
+	    report browser-student $$browser browser-book || failed=1; \
 	fi; \
 	report unit-native $$native "the stages from chapters on" || failed=1; \
 	report unit-rounding $$rounding "the stages from render on" || failed=1; \
-	rm -f $$book; \
+	rm -f $$student $$browser; \
 	if [ $$failed -ne 0 ]; then \
 	    printf "== the stages of make test (profile $$RNNBOOK_PROFILE), until one failed:\n$$summary"; \
 	    exit 1; \

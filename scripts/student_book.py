@@ -3,9 +3,11 @@
 The instructor edition is the normal build (``make book``): solutions in collapsed
 dropdowns, plus the page with the checkers' code. The student edition is made from it:
 
-1. copy the book's sources into ``_build/student-src/``, taking each chapter from the
-   *executed* copy that the instructor build left in ``_build/jupyter_execute/`` (so no
-   chapter trains twice), with what the notebooks need to run on their own, on Binder or
+1. copy the book's sources into ``_build/student-src/``, taking each chapter as the book
+   executed it (so no chapter trains twice): its run in the build's jupyter-cache, which
+   ``scripts/execute_chapters.py`` fills before the book renders (so the student edition can
+   be built while the book renders), or else the executed copy the instructor build left in
+   ``_build/jupyter_execute/``; with what the notebooks need to run on their own, on Binder or
    Colab: the package (``src/``), ``binder/``, ``checkpoints/``, ``pyproject.toml``,
    ``requirements.txt``, ``constraints.txt`` and a README;
 2. remove every ``{solution}`` block from the chapters' markdown, and drop the pages listed
@@ -21,7 +23,8 @@ clone line of the "How to use" page and the first cell of every chapter (which c
 ``BOOK_REPOSITORY`` on Colab) point at that repository; without one the launch buttons are
 left out, and the notebooks still name the book's repository, which holds the solutions.
 
-Usage: ``python scripts/student_book.py [--repository URL]`` after ``make html``.
+Usage: ``python scripts/student_book.py [--repository URL]`` after ``make html`` (or after
+``make chapters``).
 """
 
 from __future__ import annotations
@@ -34,14 +37,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import yaml
 from sphinx.util.tags import Tags
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 import sync_repository_url  # noqa: E402
+from executed_copies import executed_copy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "_build" / "jupyter_execute"
+CACHE = ROOT / "_build" / ".jupyter_cache"  # scripts/execute_chapters.py's, the build's
 SOURCES = ROOT / "_build" / "student-src"
 OUTPUT = ROOT / "_build" / "student"
 INSTRUCTOR_ONLY = ["book/instructors", "book/checkers"]  # pages the student edition omits
@@ -166,15 +173,33 @@ build the student edition's HTML with Jupyter Book 1.
 """
 
 
+def executed_chapter(chapter: Path, executed: Path = EXECUTED, cache: Path = CACHE):
+    """The chapter as the book executed it, as a JSON dict: the cache's run of its present
+    code merged into it (as the build merges it, book/_ext/executed_copies.py), or else its
+    executed copy in ``executed / "chapters"``; None if there is neither."""
+    merged = executed_copy(chapter, str(cache)) if (cache / "global.db").is_file() else None
+    if merged is not None:
+        return json.loads(nbformat.writes(merged))
+    copy = executed / "chapters" / chapter.name
+    return json.loads(copy.read_text(encoding="utf-8")) if copy.is_file() else None
+
+
 def make_sources(
-    repository: str | None, sources: Path = SOURCES, executed: Path = EXECUTED
+    repository: str | None,
+    sources: Path = SOURCES,
+    executed: Path = EXECUTED,
+    cache: Path = CACHE,
 ) -> dict[str, int]:
-    """Write the student sources into ``sources``, each chapter from its executed copy in
-    ``executed / "chapters"``; returns the number of solutions removed per chapter."""
+    """Write the student sources into ``sources``, each chapter as executed
+    (:func:`executed_chapter`); returns the number of solutions removed per chapter."""
     chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
-    missing = [c.name for c in chapters if not (executed / "chapters" / c.name).exists()]
+    notebooks = {c.name: executed_chapter(c, executed, cache) for c in chapters}
+    missing = [name for name, notebook in notebooks.items() if notebook is None]
     if missing:
-        raise SystemExit(f"run `make html` first: no executed copy of {', '.join(missing)}")
+        raise SystemExit(
+            f"run `make chapters` or `make html` first: no run of {', '.join(missing)} in "
+            f"{cache} and no executed copy in {executed / 'chapters'}"
+        )
     if sources.exists():
         shutil.rmtree(sources)
     tags = edition_tags(repository)
@@ -194,8 +219,7 @@ def make_sources(
     (sources / "chapters").mkdir(parents=True)
     removed = {}
     for chapter in chapters:
-        notebook = json.loads((executed / "chapters" / chapter.name).read_text())
-        notebook, removed[chapter.stem] = student_notebook(notebook, tags)
+        notebook, removed[chapter.stem] = student_notebook(notebooks[chapter.name], tags)
         (sources / "chapters" / chapter.name).write_text(json.dumps(notebook, indent=1))
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     (sources / "_config.yml").write_text(dump_yaml(student_config(config, repository)))

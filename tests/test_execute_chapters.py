@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -66,6 +67,28 @@ def test_the_build_writes_the_cached_run_as_the_executed_copy(cached_page, tmp_p
     changed.cells[1].source = "print(6 * 9)"
     nbformat.write(changed, tmp_path / "page.ipynb")
     assert executed_copies.executed_copy(tmp_path / "page.ipynb", str(cache_dir)) is None
+
+
+def test_the_student_edition_takes_the_run_from_the_cache_before_the_build(cached_page, tmp_path):
+    """scripts/student_book.py builds the student edition beside the book's build (`make
+    test`): it reads each chapter's run from the cache, as the build merges it, and falls
+    back to the build's executed copy; with neither, there is no chapter to give."""
+    import student_book
+
+    path, cache_dir = cached_page
+    nowhere = tmp_path / "jupyter_execute"
+    from_cache = student_book.executed_chapter(path, executed=nowhere, cache=cache_dir)
+    assert from_cache == json.loads(
+        nbformat.writes(executed_copies.executed_copy(path, str(cache_dir)))
+    )
+    assert "".join(from_cache["cells"][1]["outputs"][0]["text"]) == "42\n"
+    copy = nowhere / "chapters" / path.name
+    copy.parent.mkdir(parents=True)
+    copy.write_text(nbformat.writes(nbformat.v4.new_notebook(cells=[])), encoding="utf-8")
+    no_cache = tmp_path / "no-cache"
+    assert student_book.executed_chapter(path, executed=nowhere, cache=no_cache)["cells"] == []
+    copy.unlink()
+    assert student_book.executed_chapter(path, executed=nowhere, cache=no_cache) is None
 
 
 def test_a_failing_chapter_fails_the_run_and_is_not_cached(tmp_path, capsys):

@@ -13,6 +13,10 @@ Environment (read once, at import, before any fixture changes the environment):
     RNNBOOK_STUDENT_SOURCES  the student edition's sources, for its _config.yml and _toc.yml
                           (default: _build/student-src)
     RNNBOOK_EDITIONS      the editions to test, of "book,student" (default: both)
+    RNNBOOK_STUDENT_PAGES  "all": the student edition's run opens every page of it; by default
+                          it opens the pages whose article differs from the book's and one
+                          of each folder of the others, and reads the rest without a
+                          browser (site_checks.student_pages_to_open)
     RNNBOOK_SCREENSHOTS   a folder: save there a full-page screenshot of every page in light
                           and dark mode (the student edition's in its student/ folder). Unset,
                           none is saved (a long page's costs seconds of CPU; the contrast
@@ -33,7 +37,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from site_checks import CHROMIUM_ARGS, LaunchConfig, open_page, serve, site_pages
+from site_checks import (
+    CHROMIUM_ARGS,
+    LaunchConfig,
+    open_page,
+    serve,
+    site_pages,
+    student_pages_to_open,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("RNNBOOK_SITE") or ROOT / "_build" / "html").resolve()
@@ -47,6 +58,7 @@ SCREENSHOTS = Path(
     os.environ.get("RNNBOOK_SCREENSHOTS") or ROOT / "_build" / "browser-screenshots"
 ).resolve()
 SAVE_SCREENSHOTS = bool(os.environ.get("RNNBOOK_SCREENSHOTS"))
+OPEN_EVERY_STUDENT_PAGE = os.environ.get("RNNBOOK_STUDENT_PAGES") == "all"
 CHROMIUM = os.environ.get("RNNBOOK_CHROMIUM") or "/usr/bin/chromium"
 
 VIEWPORT = {"width": 1280, "height": 900}  # wide enough for both sidebars of the theme
@@ -112,13 +124,25 @@ def pytest_configure(config):
     config.screenshots_taken = []
     config.readability = []
     config.editions_tested = list(EDITIONS)
+    config.pages_opened = {name: pages_to_open(e) for name, e in EDITIONS.items()}
+
+
+def pages_to_open(edition: Edition) -> list[str]:
+    """The pages of ``edition`` that this run opens one by one: all of the book's; of the
+    student edition's, those of site_checks.student_pages_to_open, or all of them with
+    RNNBOOK_STUDENT_PAGES=all or without a built book to compare them with."""
+    book = AVAILABLE["book"].site
+    if edition.name == "book" or OPEN_EVERY_STUDENT_PAGE or not (book / "index.html").is_file():
+        return site_pages(edition.site)
+    return student_pages_to_open(book, edition.site)
 
 
 def pytest_generate_tests(metafunc):
-    # One session-scoped parameter per page of each edition: pytest then runs every test of
-    # a page in a row against a single load of it (see the `visit` fixture).
+    # One session-scoped parameter per page opened of each edition (pages_to_open): pytest
+    # then runs every test of a page in a row against a single load of it (see `visit`).
     if "page_path" in metafunc.fixturenames:
-        pages = [(e.name, page) for e in EDITIONS.values() for page in site_pages(e.site)]
+        opened = metafunc.config.pages_opened
+        pages = [(name, page) for name in EDITIONS for page in opened[name]]
         ids = [f"{name}:{page}" for name, page in pages]
         metafunc.parametrize("page_path", pages, ids=ids, scope="session")
     if "edition" in metafunc.fixturenames:

@@ -102,6 +102,52 @@ def site_pages(site: Path) -> list[str]:
     return pages
 
 
+# A page's article: its own content, without the theme's frame around it (the header, the
+# sidebars with the table of contents, the launch and repository buttons).
+ARTICLE = re.compile(r'<article class="bd-article".*?</article>', re.S)
+
+
+def article(html: str) -> str | None:
+    """The article of a built page's HTML, or None if it has none."""
+    match = ARTICLE.search(html)
+    return match.group(0) if match else None
+
+
+def pages_with_the_same_article(site: Path, other: Path) -> list[str]:
+    """The pages of ``site`` (of :func:`site_pages`) whose article is, byte for byte, that of
+    the page at the same path of the ``other`` site."""
+    same = []
+    for page in site_pages(site):
+        twin = other / page
+        if twin.is_file():
+            mine = article((site / page).read_text(encoding="utf-8"))
+            if mine is not None and mine == article(twin.read_text(encoding="utf-8")):
+                same.append(page)
+    return same
+
+
+def student_pages_to_open(book: Path, student: Path) -> list[str]:
+    """The pages of the student edition that its browser run opens.
+
+    Every page whose article differs from the book's (the chapters, without their
+    solutions; the pages with text of their own), and, of the pages whose article is the
+    book's byte for byte (the package reference, ...), the first of each folder: the
+    article's checks ran on the book's page, so what the student edition can break on such a
+    page is its frame, which is the same template on every page of a folder. The others are
+    read without a browser (test_site.py's test of the pages not opened).
+    """
+    same = set(pages_with_the_same_article(student, book))
+    opened, folders = [], set()
+    for page in site_pages(student):
+        folder = page.rpartition("/")[0]
+        if page not in same:
+            opened.append(page)
+        elif folder not in folders:
+            folders.add(folder)
+            opened.append(page)
+    return opened
+
+
 @dataclass
 class Visit:
     """One page, loaded and settled, with what the browser reported while loading it."""
@@ -663,6 +709,20 @@ def check_no_link_to(visit: Visit, repository_url: str, why: str) -> list[str]:
     """No link of the page opens ``repository_url`` (a launch button, the repository button,
     a link in the text), nor a Colab or Binder launch of it."""
     links = visit.page.evaluate("() => [...document.querySelectorAll('a[href]')].map(a => a.href)")
+    return links_to(links, repository_url, why)
+
+
+_HREF = re.compile(r"""<a\s[^>]*?href=["']([^"']+)["']""", re.S)
+
+
+def check_no_link_to_in_html(html: str, repository_url: str, why: str) -> list[str]:
+    """check_no_link_to on a page's HTML as built, without a browser (the repository's links
+    are absolute URLs, the same in the HTML as in the DOM)."""
+    return links_to(_HREF.findall(html), repository_url, why)
+
+
+def links_to(links: Iterable[str], repository_url: str, why: str) -> list[str]:
+    """The problems of check_no_link_to: each of ``links`` that opens ``repository_url``."""
     repository = repository_url.rstrip("/")
     org_repo = repository.removeprefix("https://github.com/")
     found = [
@@ -936,6 +996,9 @@ def check_theme(
     return problems
 
 
+_ID = re.compile(r"""\sid=["']([^"']+)["']""")  # an element's id in a page's HTML
+
+
 def check_claims_page(
     context,
     base_url: str,
@@ -960,12 +1023,14 @@ def check_claims_page(
         url, _, anchor = href.partition("#")
         targets.setdefault(url, set()).add(anchor)
     for url, anchors in targets.items():
-        chapter = context.new_page()
-        # The ids are in the page's HTML: the DOM holds them once the document is parsed, so
-        # no need to wait for its figures and scripts (the page's own visit loads them all).
-        chapter.goto(url, wait_until="domcontentloaded", timeout=timeout)
-        missing = [a for a in sorted(anchors) if not chapter.query_selector(f'[id="{a}"]')]
-        chapter.close()
+        # The ids are in the page's HTML as the server sends it: no need to render the page
+        # (its own visit does, and a chapter takes seconds of CPU to lay out and typeset).
+        response = context.request.get(url, timeout=timeout)
+        if not response.ok:
+            problems.append(f"{path}: links to {url}, which answers HTTP {response.status}")
+            continue
+        ids = set(_ID.findall(response.text()))
+        missing = [a for a in sorted(anchors) if a not in ids]
         if missing:
             problems.append(f"{path}: links to {url} with no such id: {missing}")
     unlinked = sum(1 for link in links if link is None)

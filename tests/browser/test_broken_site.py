@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 from site_checks import (
+    check_claims_page,
     check_clean,
     check_console,
     check_headings,
@@ -28,6 +29,7 @@ from site_checks import (
     check_launch_buttons,
     check_math,
     check_no_link_to,
+    check_no_link_to_in_html,
     check_search,
     check_sliders,
     check_theme,
@@ -379,6 +381,37 @@ def test_search_without_its_index(broken_site, broken_url, context):
     )
     assert any("missing-searchindex.js" in p for p in problems), problems
     assert any(re.search("did not finish|found nothing", p) for p in problems), problems
+
+
+def test_the_link_check_without_a_browser_finds_the_books_repository_button(site):
+    """Every page of the book has a button to the book's repository in its frame: the check
+    that the student edition's run makes on the pages it does not open finds it on the
+    book's pages (test_site.py, test_the_student_pages_not_opened_have_the_books_article)."""
+    pages = [site / "genindex.html", *sorted((site / "book" / "api").rglob("*.html"))[:3]]
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        problems = check_no_link_to_in_html(html, BOOK_REPOSITORY, "planted")
+        assert any(BOOK_REPOSITORY in p for p in problems), f"{page.name}: {problems}"
+
+
+def test_claims_check_reports_a_link_to_no_paragraph(broken_site, broken_url, context):
+    """A claim whose link names an id its chapter page does not have, and one whose link
+    names no page at all: check_claims_page reports both (it reads the ids from the HTML the
+    server sends, without rendering the chapter)."""
+    html = (broken_site / "book" / "claims.html").read_text(encoding="utf-8")
+    links = re.findall(r'href="(\.\./chapters/[^"#]+\.html)#([^"]+)"', html)
+    assert len(links) >= 2, "claims.html links to no chapter paragraph: update this test"
+    (page, anchor), (other, other_anchor) = links[0], links[-1]
+    broken = html.replace(f'href="{page}#{anchor}"', f'href="{page}#no-such-paragraph"', 1)
+    broken = broken.replace(
+        f'href="{other}#{other_anchor}"', f'href="../chapters/no-such-page.html#{other_anchor}"', 1
+    )
+    (broken_site / "book" / "broken-claims.html").write_text(broken, encoding="utf-8")
+    problems = check_claims_page(
+        context, broken_url, path="book/broken-claims.html", timeout=BROKEN_TIMEOUT
+    )
+    assert any("no-such-paragraph" in p for p in problems), problems
+    assert any("no-such-page.html" in p and "404" in p for p in problems), problems
 
 
 # What check_clean must let pass: a tqdm progress bar on stderr, relative paths, URLs, math,

@@ -25,11 +25,13 @@ from site_checks import (
     check_launch_buttons,
     check_math,
     check_no_link_to,
+    check_no_link_to_in_html,
     check_redirect,
     check_search,
     check_sliders,
     check_theme,
     check_widgets,
+    pages_with_the_same_article,
     site_pages,
 )
 
@@ -148,3 +150,30 @@ def test_the_student_edition_has_every_page_and_output_of_the_book(editions, req
         if counts[0] != counts[1]:
             differ.append(f"{page}: (outputs, widget views) {counts[0]} in the book, {counts[1]}")
     assert not differ, "pages whose outputs differ between the editions:\n" + "\n".join(differ)
+
+
+def test_the_student_pages_not_opened_have_the_books_article(editions, request, launch_config):
+    """The student edition's pages that its run does not open in the browser
+    (site_checks.student_pages_to_open): each one's article is the book's page's, byte for
+    byte, whose checks ran in the book's run; the frame around it is the one the run opened
+    in the same folder; and no link of it, frame or article, opens the book's repository."""
+    if set(editions) != {"book", "student"} or "student" not in request.config.editions_tested:
+        pytest.skip("run by the run that tests the student edition, with the book built")
+    book, student = editions["book"].site, editions["student"].site
+    opened = set(request.config.pages_opened["student"])
+    not_opened = [page for page in site_pages(student) if page not in opened]
+    same = set(pages_with_the_same_article(student, book))
+    differ = [page for page in not_opened if page not in same]
+    assert not differ, f"pages left unopened whose article is not the book's: {differ}"
+    folders = {page.rpartition("/")[0] for page in opened}
+    unframed = [page for page in not_opened if page.rpartition("/")[0] not in folders]
+    assert not unframed, f"pages left unopened with no page of their folder opened: {unframed}"
+    why = "the book's repository holds the solutions"
+    problems = [
+        f"{page}: {problem}"
+        for page in not_opened
+        for problem in check_no_link_to_in_html(
+            (student / page).read_text(encoding="utf-8"), launch_config.repository_url, why
+        )
+    ]
+    assert not problems, "\n".join(problems)
