@@ -13,10 +13,13 @@ Environment (read once, at import, before any fixture changes the environment):
     RNNBOOK_STUDENT_SOURCES  the student edition's sources, for its _config.yml and _toc.yml
                           (default: _build/student-src)
     RNNBOOK_EDITIONS      the editions to test, of "book,student" (default: both)
-    RNNBOOK_STUDENT_PAGES  "all": the student edition's run opens every page of it; by default
-                          it opens the pages whose article differs from the book's and one
-                          of each folder of the others, and reads the rest without a
-                          browser (site_checks.student_pages_to_open)
+    RNNBOOK_STUDENT_PAGES  "all": the student edition's run opens every page of it and tests
+                          each in light and dark mode; by default it opens the pages whose
+                          article differs from the book's and one of each folder of the
+                          others, reads the rest without a browser
+                          (site_checks.student_pages_to_open), and leaves the light and
+                          dark test to the book's pages while the student edition's theme
+                          and figures are the book's files (test_site.py)
     RNNBOOK_SCREENSHOTS   a folder: save there a full-page screenshot of every page in light
                           and dark mode (the student edition's in its student/ folder). Unset,
                           none is saved (a long page's costs seconds of CPU; the contrast
@@ -125,6 +128,7 @@ def pytest_configure(config):
     config.readability = []
     config.editions_tested = list(EDITIONS)
     config.pages_opened = {name: pages_to_open(e) for name, e in EDITIONS.items()}
+    config.open_every_student_page = OPEN_EVERY_STUDENT_PAGE
 
 
 def pages_to_open(edition: Edition) -> list[str]:

@@ -126,6 +126,19 @@ def pages_with_the_same_article(site: Path, other: Path) -> list[str]:
     return same
 
 
+def files_not_the_same(site: Path, other: Path, folder: str) -> list[str]:
+    """The files under ``site / folder`` that ``other`` does not have, byte for byte, at the
+    same path (the theme's CSS, fonts and scripts in ``_static``, the figures in ``_images``)."""
+    differ = []
+    for path in sorted((site / folder).rglob("*")):
+        if path.is_file():
+            rel = path.relative_to(site)
+            twin = other / rel
+            if not twin.is_file() or twin.read_bytes() != path.read_bytes():
+                differ.append(rel.as_posix())
+    return differ
+
+
 def student_pages_to_open(book: Path, student: Path) -> list[str]:
     """The pages of the student edition that its browser run opens.
 

@@ -34,6 +34,7 @@ from site_checks import (
     check_sliders,
     check_theme,
     check_widgets,
+    files_not_the_same,
     open_page,
     serve,
 )
@@ -392,6 +393,25 @@ def test_the_link_check_without_a_browser_finds_the_books_repository_button(site
         html = page.read_text(encoding="utf-8")
         problems = check_no_link_to_in_html(html, BOOK_REPOSITORY, "planted")
         assert any(BOOK_REPOSITORY in p for p in problems), f"{page.name}: {problems}"
+
+
+def test_a_figure_or_a_theme_file_not_the_books_is_found(site, tmp_path):
+    """What lets the student edition's run leave the light and dark test to the book: its
+    _static and _images are the book's byte for byte. A changed figure, a missing one and a
+    file only the copy has are each reported."""
+    copy = tmp_path / "html"
+    for folder in ("_static", "_images"):
+        shutil.copytree(site / folder, copy / folder)
+    assert files_not_the_same(copy, site, "_images") == []
+    figure, gone = sorted((copy / "_images").glob("*.png"))[:2]
+    figure.write_bytes(figure.read_bytes() + b"\0")
+    gone.unlink()
+    (copy / "_static" / "extra.css").write_text("body { color: grey }")
+    assert files_not_the_same(copy, site, "_images") == [f"_images/{figure.name}"]
+    assert files_not_the_same(site, copy, "_images") == sorted(
+        [f"_images/{figure.name}", f"_images/{gone.name}"]
+    )
+    assert files_not_the_same(copy, site, "_static") == ["_static/extra.css"]
 
 
 def test_claims_check_reports_a_link_to_no_paragraph(broken_site, broken_url, context):

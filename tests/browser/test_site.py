@@ -31,9 +31,13 @@ from site_checks import (
     check_sliders,
     check_theme,
     check_widgets,
+    files_not_the_same,
     pages_with_the_same_article,
     site_pages,
 )
+
+# What a page is drawn with, besides its HTML: the theme (CSS, fonts, scripts) and the figures.
+DRAWN_WITH = ("_static", "_images")
 
 # The pages only the book has (scripts/student_book.py, INSTRUCTOR_ONLY).
 INSTRUCTOR_ONLY = {"book/instructors.html", "book/checkers.html"}
@@ -86,11 +90,30 @@ def test_slider_figures_work_without_a_kernel(visit):
 
 
 @pytest.mark.parametrize("mode", THEMES)
-def test_light_and_dark_mode_readable(visit, mode, screenshot_path, readability):
+def test_light_and_dark_mode_readable(
+    visit, mode, screenshot_path, readability, drawn_apart, request
+):
+    every_page = request.config.open_every_student_page
+    if visit.edition == "student" and not drawn_apart and not every_page:
+        pytest.skip(
+            "the student edition's theme and figures are the book's, byte for byte "
+            "(test_the_student_edition_draws_with_the_books_theme_and_figures): their "
+            "contrast is measured on the book's pages"
+        )
     shot = screenshot_path(visit.name, mode, visit.edition)
     problems = check_theme(visit, mode, shot, readability)
     readability[-1]["edition"] = visit.edition
     judge(problems, visit.name, "theme")
+
+
+@pytest.fixture(scope="session")
+def drawn_apart(editions) -> list[str]:
+    """The files of the theme (``_static``) and the figures (``_images``) in which the student
+    edition differs from the book; empty when it draws every page with the book's files."""
+    if set(editions) != {"book", "student"}:
+        return ["no book to compare with"]
+    book, student = editions["book"].site, editions["student"].site
+    return [f for folder in DRAWN_WITH for f in files_not_the_same(student, book, folder)]
 
 
 # --- once per edition ---------------------------------------------------------------------
@@ -177,3 +200,17 @@ def test_the_student_pages_not_opened_have_the_books_article(editions, request, 
         )
     ]
     assert not problems, "\n".join(problems)
+
+
+def test_the_student_edition_draws_with_the_books_theme_and_figures(editions, request):
+    """Every file of the student edition's theme and figures is the book's, byte for byte: a
+    page's contrast in light and dark mode is a matter of those files, so the student
+    edition's run leaves the theme test to the book's pages (RNNBOOK_STUDENT_PAGES=all runs
+    it on every page of both)."""
+    if set(editions) != {"book", "student"} or "student" not in request.config.editions_tested:
+        pytest.skip("run by the run that tests the student edition, with the book built")
+    book, student = editions["book"].site, editions["student"].site
+    for folder in DRAWN_WITH:
+        assert any((student / folder).rglob("*.*")), f"no files in the student edition's {folder}"
+        differ = files_not_the_same(student, book, folder)
+        assert not differ, f"the student edition's {folder} is not the book's: {differ[:10]}"
