@@ -189,8 +189,10 @@ notebooks: setup
 	$(BIN)/pytest chapters --nbval-lax --nbval-current-env -q -p no:cacheprovider
 
 # --- browser tests -------------------------------------------------------------------------
-# Every page of both editions (_build/html, or RNNBOOK_SITE, and the student edition,
-# _build/student/_build/html) in Debian's headless Chromium, driven by Playwright:
+# The pages of both editions (_build/html, or RNNBOOK_SITE, and the student edition,
+# _build/student/_build/html; of the student edition, the pages whose article is not the
+# book's and one per folder of the others, the rest read without a browser:
+# RNNBOOK_STUDENT_PAGES=all opens them all) in Debian's headless Chromium, driven by Playwright:
 # JavaScript errors, math, images, widgets, headings, launch buttons, search, light and dark
 # mode (the contrast of the figures from screenshots of the figures; RNNBOOK_SCREENSHOTS=DIR
 # saves a full-page screenshot of each page in each mode there, seconds of CPU each on a
