@@ -44,11 +44,11 @@ from sphinx.util.tags import Tags
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
 import sync_repository_url  # noqa: E402
+from execute_chapters import CACHE  # noqa: E402  (the cache the chapters' runs go to)
 from executed_copies import executed_copy  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 EXECUTED = ROOT / "_build" / "jupyter_execute"
-CACHE = ROOT / "_build" / ".jupyter_cache"  # scripts/execute_chapters.py's, the build's
 SOURCES = ROOT / "_build" / "student-src"
 OUTPUT = ROOT / "_build" / "student"
 INSTRUCTOR_ONLY = ["book/instructors", "book/checkers"]  # pages the student edition omits
@@ -177,7 +177,7 @@ def executed_chapter(chapter: Path, executed: Path = EXECUTED, cache: Path = CAC
     """The chapter as the book executed it, as a JSON dict: the cache's run of its present
     code merged into it (as the build merges it, book/_ext/executed_copies.py), or else its
     executed copy in ``executed / "chapters"``; None if there is neither."""
-    merged = executed_copy(chapter, str(cache)) if (cache / "global.db").is_file() else None
+    merged = executed_copy(chapter, str(cache)) if cache.is_dir() else None
     if merged is not None:
         return json.loads(nbformat.writes(merged))
     copy = executed / "chapters" / chapter.name
