@@ -53,11 +53,15 @@ help:
 
 setup: $(VENV)/.installed book/_vendor/VERSIONS.txt
 
+# pip compiles each installed module to bytecode on one core (half of its time, mostly
+# torch's); compileall does the same on every core afterwards. A file that does not compile
+# (a package's Python 2 example) is left uncompiled, as pip leaves it.
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade "pip>=24"
-	$(PIP) install --quiet -c constraints.txt -r requirements.txt
+	$(PIP) install --quiet --no-compile -c constraints.txt -r requirements.txt
 	$(PIP) check
+	$(PY) -m compileall -qq -j 0 "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 	touch $@
 
 # MathJax and the Jupyter widget manager, vendored so that the HTML needs no CDN.

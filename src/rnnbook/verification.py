@@ -23,6 +23,7 @@ record names torch's).
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -65,12 +66,14 @@ def _module_file(src: Path, dotted: str) -> Path | None:
     return None
 
 
-def _imported_modules(source: str, current: str | None = None) -> set[str]:
+@functools.cache
+def _imported_modules(source: str, current: str | None = None) -> frozenset[str]:
     """The dotted names of package modules that ``source`` may import.
 
     ``from rnnbook.x import y`` counts ``rnnbook.x`` and, in case ``y`` is a submodule,
     ``rnnbook.x.y`` (names that are not modules are dropped by the caller). ``current`` is the
-    importing module's dotted name, for relative imports.
+    importing module's dotted name, for relative imports. Remembered per source text: the
+    chapters import the same package files, which would otherwise be parsed once per chapter.
     """
     names: set[str] = set()
     for node in ast.walk(ast.parse(source)):
@@ -94,7 +97,7 @@ def _imported_modules(source: str, current: str | None = None) -> set[str]:
     for name in names:
         parts = name.split(".")
         with_parents.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
-    return with_parents
+    return frozenset(with_parents)
 
 
 def package_files(code: list[str], root: Path | None = None) -> list[Path]:

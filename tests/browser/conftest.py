@@ -42,8 +42,8 @@ import pytest
 import yaml
 from site_checks import (
     CHROMIUM_ARGS,
+    FirstVisits,
     LaunchConfig,
-    open_page,
     serve,
     site_pages,
     student_pages_to_open,
@@ -227,19 +227,26 @@ def context(browser):
 
 
 @pytest.fixture(scope="session")
-def visit(browser, base_urls, page_path):
-    """The page ``page_path`` (edition, path) of its edition's site, opened once and shared
-    by every test of that page; ``visit.edition`` names the edition.
+def first_visits(browser, base_urls):
+    """``{edition: FirstVisits}``: where the pages of each edition are opened, one after
+    another, each as on a reader's first visit (nothing stored, nothing cached)."""
+    opened = {name: FirstVisits(browser, url, VIEWPORT) for name, url in base_urls.items()}
+    yield opened
+    for visits in opened.values():
+        visits.close()
 
-    In a context of its own, as on a reader's first visit: nothing in localStorage (the
-    theme saves the reader's choice there) and nothing cached.
-    """
+
+@pytest.fixture(scope="session")
+def visit(first_visits, page_path):
+    """The page ``page_path`` (edition, path) of its edition's site, opened once and shared
+    by every test of that page; ``visit.edition`` names the edition. As on a reader's first
+    visit: nothing in localStorage (the theme saves the reader's choice there), nothing
+    cached (site_checks.FirstVisits)."""
     edition, path = page_path
-    ctx = browser.new_context(viewport=VIEWPORT, service_workers="block")
-    loaded = open_page(ctx, base_urls[edition], path)
+    loaded = first_visits[edition].open(path)
     loaded.edition = edition
     yield loaded
-    ctx.close()
+    loaded.page.close()
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 from site_checks import (
+    FirstVisits,
     check_claims_page,
     check_clean,
     check_console,
@@ -37,6 +38,7 @@ from site_checks import (
     files_not_the_same,
     open_page,
     serve,
+    site_pages,
 )
 
 BOOK_REPOSITORY = yaml.safe_load(
@@ -475,3 +477,54 @@ def test_clean_check_passes_what_only_looks_unclean(broken_site, broken_url, con
     lookalikes = open_page(context, broken_url, f"chapters/{copy.name}", timeout=BROKEN_TIMEOUT)
     assert "120.51it/s" in lookalikes.page.content(), "the lookalikes were not planted"
     assert check_clean(lookalikes) == check_clean(original)
+
+
+# The files of the site that a page fetched, each with the bytes that came over the network
+# for it (0 when the browser took it from its cache).
+_FETCHED_JS = """
+() => performance.getEntriesByType("resource")
+  .filter(entry => entry.name.startsWith(location.origin))
+  .map(entry => [entry.name, entry.transferSize])
+"""
+_STORE_JS = "() => { localStorage.setItem('mode', 'dark'); sessionStorage.setItem('seen', '1'); }"
+# What the theme shows (it reads the reader's choice from localStorage, or writes its
+# default, "auto", there), and what is stored.
+_STORED_JS = """
+() => [document.documentElement.dataset.mode, localStorage.getItem("mode"),
+       sessionStorage.getItem("seen")]
+"""
+
+
+def test_each_first_visit_starts_with_nothing_stored_and_nothing_cached(browser, site, base_url):
+    """The per-page tests open the pages one after another in one browser context
+    (site_checks.FirstVisits); each visit must still be a reader's first. A page stores a
+    choice, as the theme stores light or dark, and the next page of the site finds nothing
+    stored and fetches every file over the network again. The control: the same two pages
+    in a plain shared context find the choice, and files in the cache."""
+    first, second = [p for p in site_pages(site) if p.startswith("book/")][:2]
+    viewport = {"width": 1280, "height": 900}
+
+    visits = FirstVisits(browser, base_url, viewport)
+    try:
+        visits.open(first).page.evaluate(_STORE_JS)
+        then = visits.open(second).page
+        shown, stored, seen = then.evaluate(_STORED_JS)
+        assert "dark" not in (shown, stored) and seen is None, (
+            f"a visit found an earlier one's storage: mode shown {shown}, stored {stored}; "
+            f"sessionStorage {seen}"
+        )
+        fetched = then.evaluate(_FETCHED_JS)
+        assert fetched, f"{second} fetched no file of the site"
+        cached = [name for name, size in fetched if size == 0]
+        assert not cached, f"a visit took files from the browser's cache: {cached[:5]}"
+    finally:
+        visits.close()
+
+    shared = browser.new_context(viewport=viewport)
+    try:
+        open_page(shared, base_url, first).page.evaluate(_STORE_JS)
+        then = open_page(shared, base_url, second).page
+        assert then.evaluate(_STORED_JS)[:2] == ["dark", "dark"]
+        assert any(size == 0 for _, size in then.evaluate(_FETCHED_JS)), "nothing was cached"
+    finally:
+        shared.close()
