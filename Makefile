@@ -132,8 +132,8 @@ test:
 	fi; \
 	if [ $$failed -eq 0 ]; then scripts/install_browser.sh || failed=1; fi; \
 	if [ $$failed -eq 0 ]; then \
-	    ( later $$browser browser-student BROWSER_NICE=5 ) & \
-	    timed browser-book BROWSER_NICE=5 || failed=1; \
+	    ( later $$browser browser-student ) & \
+	    timed browser-book || failed=1; \
 	    report browser-student $$browser browser-book || failed=1; \
 	fi; \
 	report unit-native $$native "the stages from chapters on" || failed=1; \
@@ -205,12 +205,8 @@ notebooks: setup
 # time (each one mostly waits on its own Chromium); the student edition's report follows the
 # book's. RNNBOOK_EDITIONS=book|student picks one. `make test` runs the two halves itself:
 # browser-book beside student-check, browser-student after it (see the stages above).
-# BROWSER_NICE: the niceness of the browser runs. `make test` sets 5: the second unit run,
-# which would otherwise end alone after them, then takes its core first, and the browsers the
-# rest (a browser run drives one page at a time and rarely needs both cores).
-BROWSER_NICE ?= 0
-BROWSER_BOOK = RNNBOOK_EDITIONS=book nice -n $(BROWSER_NICE) $(BIN)/pytest tests/browser -q --durations=15
-BROWSER_STUDENT = RNNBOOK_EDITIONS=student nice -n $(BROWSER_NICE) $(BIN)/pytest tests/browser/test_site.py -q
+BROWSER_BOOK := RNNBOOK_EDITIONS=book $(BIN)/pytest tests/browser -q --durations=15
+BROWSER_STUDENT := RNNBOOK_EDITIONS=student $(BIN)/pytest tests/browser/test_site.py -q
 
 browser: setup
 	scripts/install_browser.sh
