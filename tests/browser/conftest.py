@@ -42,6 +42,7 @@ import pytest
 import yaml
 from site_checks import (
     CHROMIUM_ARGS,
+    VIEWPORT,
     FirstVisits,
     LaunchConfig,
     serve,
@@ -63,8 +64,6 @@ SCREENSHOTS = Path(
 SAVE_SCREENSHOTS = bool(os.environ.get("RNNBOOK_SCREENSHOTS"))
 OPEN_EVERY_STUDENT_PAGE = os.environ.get("RNNBOOK_STUDENT_PAGES") == "all"
 CHROMIUM = os.environ.get("RNNBOOK_CHROMIUM") or "/usr/bin/chromium"
-
-VIEWPORT = {"width": 1280, "height": 900}  # wide enough for both sidebars of the theme
 
 
 @dataclass(frozen=True)

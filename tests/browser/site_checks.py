@@ -52,6 +52,8 @@ GRAPHIC_CONTRAST = 3.0
 
 THEMES = ("light", "dark")
 
+VIEWPORT = {"width": 1280, "height": 900}  # wide enough for both sidebars of the theme
+
 
 # --- serving a site and opening its pages ------------------------------------------------
 

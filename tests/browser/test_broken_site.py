@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 from site_checks import (
+    VIEWPORT,
     FirstVisits,
     check_claims_page,
     check_clean,
@@ -344,7 +345,7 @@ def broken_page(broken_site, broken_url, browser, launch_config):
     Each page is built and opened once, on first use, from the first chapter that has what
     all of its cases need.
     """
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport=VIEWPORT)
     opened: dict[str, tuple] = {}
 
     def get(name: str):
@@ -502,9 +503,7 @@ def test_each_first_visit_starts_with_nothing_stored_and_nothing_cached(browser,
     stored and fetches every file over the network again. The control: the same two pages
     in a plain shared context find the choice, and files in the cache."""
     first, second = [p for p in site_pages(site) if p.startswith("book/")][:2]
-    viewport = {"width": 1280, "height": 900}
-
-    visits = FirstVisits(browser, base_url, viewport)
+    visits = FirstVisits(browser, base_url, VIEWPORT)
     try:
         visits.open(first).page.evaluate(_STORE_JS)
         then = visits.open(second).page
@@ -520,7 +519,7 @@ def test_each_first_visit_starts_with_nothing_stored_and_nothing_cached(browser,
     finally:
         visits.close()
 
-    shared = browser.new_context(viewport=viewport)
+    shared = browser.new_context(viewport=VIEWPORT)
     try:
         open_page(shared, base_url, first).page.evaluate(_STORE_JS)
         then = open_page(shared, base_url, second).page
