@@ -149,7 +149,7 @@ def run_one(chapter: str, commit: str, out_dir: Path, note: str = "") -> dict:
             MPLBACKEND="Agg",
         )
         env.setdefault("RNNBOOK_DATA_MIRROR", str((ROOT.parent / "shared" / "data").resolve()))
-        executed = out_dir / f"{chapter}.ipynb"
+        executed = out_dir.resolve() / f"{chapter}.ipynb"  # papermill runs in the worktree
         start = time.time()
         command = [sys.executable, "-m", "papermill", f"{chapter}.ipynb", str(executed)]
         command += ["-p", "profile", "full", "--cwd", str(tree / "chapters"), "-k", "python3"]
