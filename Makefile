@@ -16,7 +16,7 @@ JB     := $(BIN)/jupyter-book
 # --keep-going lists every problem before failing.
 JBFLAGS ?= -W -n --keep-going
 
-.PHONY: help setup book student-book student-check test lint format unit unit-native unit-rounding notebooks html chapters render browser browser-book browser-student colab-check bench clean distclean
+.PHONY: help setup book student-book student-check test lint format unit unit-native unit-rounding unit-rounding-checkpoints notebooks html chapters render browser browser-book browser-student colab-check bench clean distclean
 
 # The stages of `make test`, in order: setup, lint, then `html` in its two halves (`chapters`,
 # which executes each chapter once, and `render`, the build), `student-check`, and the
@@ -27,8 +27,11 @@ JBFLAGS ?= -W -n --keep-going
 # one chapter alone.
 #
 # Every stage keeps the two cores busy with what does not wait on it, in the background:
-# the unit tests (`unit-native` beside the chapters, which run two at a time; `unit-rounding`,
-# the second run, from the end of the chapters on), the student edition (`student-check`,
+# the unit tests (`unit-native` beside the chapters, which run two at a time; the second run
+# in two parts: `unit-rounding` without the committed checkpoints from the end of the chapters
+# on, and `unit-rounding-checkpoints`, the checkpoints re-evaluated, from the end of the
+# student edition's browser tests on, so that three processes share the two cores until both
+# parts end together near the book's browser tests), the student edition (`student-check`,
 # built from the chapters' runs in the cache, beside `render`, the book's build: each of the
 # two builds renders on one core), and the student edition's browser tests
 # (`browser-student`, beside the book's, `browser-book`). A stage in the background reports
@@ -122,9 +125,11 @@ test:
 	    return $$status; }; \
 	timed setup -j2; timed lint; \
 	native=$$(mktemp); rounding=$$(mktemp); student=$$(mktemp); browser=$$(mktemp); \
+	checkpoints=$$(mktemp); \
 	( export RNNBOOK_SKIP_STUDENT_BUILD=1; later $$native unit-native ) & \
 	failed=0; timed chapters || failed=1; \
-	( export RNNBOOK_SKIP_STUDENT_BUILD=1; later $$rounding unit-rounding ) & \
+	( export RNNBOOK_SKIP_STUDENT_BUILD=1; \
+	  later $$rounding unit-rounding ROUNDING_LEAVE_OUT=--ignore=$(CHECKPOINT_TESTS) ) & \
 	if [ $$failed -eq 0 ]; then \
 	    ( later $$student student-check ) & \
 	    timed render || failed=1; \
@@ -132,12 +137,16 @@ test:
 	fi; \
 	if [ $$failed -eq 0 ]; then scripts/install_browser.sh || failed=1; fi; \
 	if [ $$failed -eq 0 ]; then \
-	    ( later $$browser browser-student ) & \
+	    ( later $$browser browser-student; later $$checkpoints unit-rounding-checkpoints ) & \
 	    timed browser-book || failed=1; \
 	    report browser-student $$browser browser-book || failed=1; \
+	else \
+	    ( later $$checkpoints unit-rounding-checkpoints ) & \
 	fi; \
 	report unit-native $$native "the stages from chapters on" || failed=1; \
 	report unit-rounding $$rounding "the stages from render on" || failed=1; \
+	report unit-rounding-checkpoints $$checkpoints "browser-book, after browser-student" \
+	    || failed=1; \
 	rm -f $$student $$browser; \
 	if [ $$failed -ne 0 ]; then \
 	    printf "== the stages of make test (profile $$RNNBOOK_PROFILE), until one failed:\n$$summary"; \
@@ -178,7 +187,19 @@ unit-native: setup
 
 unit-rounding: setup
 	@other=$(OTHER_KERNELS); echo "ATEN_CPU_CAPABILITY=$$other (another CPU's rounding)"; \
-	ATEN_CPU_CAPABILITY=$$other $(BIN)/pytest tests -q -p no:cacheprovider --rounding-run
+	ATEN_CPU_CAPABILITY=$$other $(BIN)/pytest tests -q -p no:cacheprovider --rounding-run \
+	    $(ROUNDING_LEAVE_OUT)
+
+# `make test` runs the second run in two parts (see `test`): `unit-rounding` leaves out
+# (ROUNDING_LEAVE_OUT) the module that re-evaluates every committed checkpoint, and this target
+# runs that module alone, on the same kernels. `make unit` runs it whole.
+CHECKPOINT_TESTS := tests/test_book_checkpoints.py
+ROUNDING_LEAVE_OUT ?=
+
+unit-rounding-checkpoints: setup
+	@other=$(OTHER_KERNELS); echo "ATEN_CPU_CAPABILITY=$$other (another CPU's rounding)"; \
+	ATEN_CPU_CAPABILITY=$$other $(BIN)/pytest $(CHECKPOINT_TESTS) -q -p no:cacheprovider \
+	    --rounding-run
 
 # The student edition, made from the executed chapters of the last `make html` (it executes
 # nothing), then checked to hold no solution. STUDENT_REPOSITORY=URL names the repository

@@ -86,3 +86,21 @@ def test_the_makefile_leaves_modules_out_of_the_second_run_only():
         recipe = makefile.split(f"\n{target}:\n", 1)[-1].split(f"\n{target}: setup\n")[-1]
         recipe = recipe.split("\n\n", 1)[0]
         assert "unit-native" in recipe and "unit-rounding" in recipe, target
+
+
+def test_make_test_runs_the_second_run_whole_in_its_two_parts():
+    """`make test` splits the second run in two: `unit-rounding` without the checkpoints'
+    module, and `unit-rounding-checkpoints` with that module alone, on the same kernels and
+    with the same option. Together they are the whole run `make unit` makes."""
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    test = makefile.split("\ntest:\n", 1)[1].split("\n\n", 1)[0]
+    assert "later $$rounding unit-rounding ROUNDING_LEAVE_OUT=--ignore=$(CHECKPOINT_TESTS)" in test
+    assert test.count("later $$checkpoints unit-rounding-checkpoints") == 2  # browser or not
+    assert "report unit-rounding-checkpoints $$checkpoints" in test
+    part = makefile.split("\nunit-rounding-checkpoints: setup\n", 1)[1].split("\n\n", 1)[0]
+    assert "ATEN_CPU_CAPABILITY=$$other $(BIN)/pytest $(CHECKPOINT_TESTS) " in part
+    assert "--rounding-run" in part and "$(OTHER_KERNELS)" in part
+    assert "\nCHECKPOINT_TESTS := tests/test_book_checkpoints.py\n" in makefile
+    assert (ROOT / "tests" / "test_book_checkpoints.py").is_file()
+    unit = makefile.split("\nunit: setup\n", 1)[1].split("\n\n", 1)[0]
+    assert "ROUNDING_LEAVE_OUT" not in unit and "\nROUNDING_LEAVE_OUT ?=\n" in makefile

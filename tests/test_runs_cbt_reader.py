@@ -103,6 +103,16 @@ def test_a_question_is_traced_to_its_book():
         cbt_reader.book_of(books, [cbt.ClozeQuestion([["c"]] * 3, ["q"], "x", ["x"])])
 
 
+def test_encoding_some_questions_gives_those_rows_of_the_whole_encoding(toy_data):
+    """The evaluation encodes only its sample of the training questions: the same ids, in the
+    order asked for, as the rows of the whole side's encoding."""
+    train = toy_data.train
+    rows = [5, 0, 63, 17, 17]
+    part, whole = train.encode(rows), train.data
+    for name in ("doc", "query", "cands", "answer"):
+        assert torch.equal(getattr(part, name), getattr(whole, name)[rows]), name
+
+
 def test_the_batch_of_a_step_is_a_function_of_the_step(toy_data):
     first, second = tiny_run(), tiny_run()
     for step in (5, 0, 13, 5):
@@ -178,7 +188,9 @@ def test_the_real_questions_split_by_book(mirror, monkeypatch):
         for side, split in (("train", data.train), ("held_out", data.held_out))
     }
     assert counts == {"train": [831, 5346], "held_out": [320, 1291]}  # NE, CN
-    assert data.train.data.doc.shape[1:] == (20, 50) and data.held_out.data.query.shape[1] == 60
+    # both sides are encoded to one shape (S, W, L_q); the held-out side's tensors show it
+    assert data.train.shape == data.held_out.shape == (20, 50, 60)
+    assert data.held_out.data.doc.shape[1:] == (20, 50) and data.held_out.data.query.shape[1] == 60
     assert 0.025 < report["share_cut"] < 0.035 and report["queries_cropped"] == 285
     assert report["answer_cut_from_context"] == 114
 

@@ -29,6 +29,14 @@ def checkpoints(tmp_path) -> Path:
     return tmp_path / "checkpoints"  # the conftest's RNNBOOK_CHECKPOINTS
 
 
+@pytest.fixture(autouse=True)
+def two_evaluation_lengths(monkeypatch):
+    """The tiny runs are evaluated at L = 10 and 20 (SOLVED_LENGTH), not at all six lengths of
+    the book's runs: the lengths up to 120 took most of these tests' time, and what they test
+    (the curve, the checkpoint, resuming, refusals) is the same at any length."""
+    monkeypatch.setattr(copy_runs, "EVAL_LENGTHS", (10, copy_runs.SOLVED_LENGTH))
+
+
 def test_the_book_models_have_the_chapters_parameter_counts():
     ntm = copy_runs.ntm_run().build_model()
     assert sum(p.numel() for p in ntm.parameters()) == 63_136
@@ -119,11 +127,13 @@ def test_bad_arguments_are_refused(bad, tmp_path):
         copy_runs.parse_args(words)
 
 
-def test_the_command_line_lists_its_tasks_and_refuses_an_unknown_one():
+def test_the_command_line_lists_its_tasks_and_refuses_an_unknown_one(capsys):
     command = [sys.executable, "-m", "rnnbook.runs", "unknown"]
     out = subprocess.run(command, capture_output=True, text=True)
     assert out.returncode == 1 and "copy" in out.stderr
-    out = subprocess.run(
-        [sys.executable, "-m", "rnnbook.runs", "copy", "--help"], capture_output=True, text=True
-    )
-    assert out.returncode == 0 and "--model" in out.stdout
+
+    from rnnbook.runs.__main__ import main  # the same entry point, without a second process
+
+    with pytest.raises(SystemExit) as done:
+        main(["copy", "--help"])
+    assert done.value.code == 0 and "--model" in capsys.readouterr().out

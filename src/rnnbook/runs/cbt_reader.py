@@ -126,8 +126,14 @@ class Split:
 
     @functools.cached_property
     def data(self) -> cbt.ClozeTensors:
+        return self.encode(range(len(self.questions)))
+
+    def encode(self, rows) -> cbt.ClozeTensors:
+        """The ids of the questions ``rows`` (indices, in that order): the rows ``rows`` of
+        :attr:`data`, without encoding the other questions."""
         s, w, lq = self.shape
-        return cbt.encode_questions(self.questions, self.vocab, S=s, W=w, Lq=lq)
+        questions = [self.questions[i] for i in rows]
+        return cbt.encode_questions(questions, self.vocab, S=s, W=w, Lq=lq)
 
     def __len__(self) -> int:
         return len(self.questions)
@@ -233,11 +239,9 @@ def evaluator(held_out_book: str = HELD_OUT_BOOK, device="cpu"):
 
     @functools.cache
     def train_sample() -> cbt.ClozeTensors:
-        data = cbt_data(held_out_book).train.data
-        rows = torch.randperm(len(data.answer), generator=torch.Generator().manual_seed(7))
-        rows = rows[:TRAIN_SAMPLE]
-        return cbt.ClozeTensors(data.doc[rows], data.query[rows], data.cands[rows],
-                                data.answer[rows])  # fmt: skip
+        train = cbt_data(held_out_book).train
+        rows = torch.randperm(len(train), generator=torch.Generator().manual_seed(7))
+        return train.encode(rows[:TRAIN_SAMPLE].tolist())  # the sample alone, not all of train
 
     def evaluate(model) -> dict[str, float]:
         held = cbt_data(held_out_book).held_out
