@@ -114,14 +114,14 @@ test:
 	@set -e; summary=""; \
 	timed() { start=$$(date +%s); status=0; $(MAKE) --no-print-directory "$$@" || status=$$?; \
 	    took=$$(( $$(date +%s) - start )); echo "== make $$1: $$took s"; \
-	    summary="$$summary$$(printf '%-15s %5d s' $$1 $$took)\n"; return $$status; }; \
+	    summary="$$summary$$(printf '%-25s %5d s' $$1 $$took)\n"; return $$status; }; \
 	later() { log=$$1; shift; start=$$(date +%s); status=0; \
 	    $(MAKE) --no-print-directory "$$@" > $$log 2>&1 || status=$$?; \
 	    echo "$$status $$(( $$(date +%s) - start ))" > $$log.done; }; \
 	report() { while [ ! -f $$2.done ]; do sleep 1; done; read status took < $$2.done; \
 	    echo "== make $$1 (run beside $$3):"; cat $$2; rm -f $$2 $$2.done; \
 	    echo "== make $$1: $$took s (beside $$3)"; \
-	    summary="$$summary$$(printf '%-15s %5d s  (beside %s)' $$1 $$took "$$3")\n"; \
+	    summary="$$summary$$(printf '%-25s %5d s  (beside %s)' $$1 $$took "$$3")\n"; \
 	    return $$status; }; \
 	timed setup -j2; timed lint; \
 	native=$$(mktemp); rounding=$$(mktemp); student=$$(mktemp); browser=$$(mktemp); \
