@@ -111,6 +111,9 @@ def test_encoding_some_questions_gives_those_rows_of_the_whole_encoding(toy_data
     part, whole = train.encode(rows), train.data
     for name in ("doc", "query", "cands", "answer"):
         assert torch.equal(getattr(part, name), getattr(whole, name)[rows]), name
+    for bad in ([-1], [64], [1.0]):  # 64 training questions (0..63); a float is no index
+        with pytest.raises(ValueError, match="question indices"):
+            train.encode(bad)
 
 
 def test_the_batch_of_a_step_is_a_function_of_the_step(toy_data):

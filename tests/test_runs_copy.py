@@ -18,6 +18,7 @@ import torch
 from rnnbook import longrun
 from rnnbook.checkpoints import load_checkpoint
 from rnnbook.runs import copy as copy_runs
+from rnnbook.runs.__main__ import main as runs_main
 
 TINY_NTM = ["--model", "ntm", "--N", "8", "--M", "4", "--controller", "8", "--max-length", "3"]
 TINY_LSTM = ["--model", "lstm", "--hidden", "16", "--layers", "2", "--max-length", "4"]
@@ -131,9 +132,6 @@ def test_the_command_line_lists_its_tasks_and_refuses_an_unknown_one(capsys):
     command = [sys.executable, "-m", "rnnbook.runs", "unknown"]
     out = subprocess.run(command, capture_output=True, text=True)
     assert out.returncode == 1 and "copy" in out.stderr
-
-    from rnnbook.runs.__main__ import main  # the same entry point, without a second process
-
-    with pytest.raises(SystemExit) as done:
-        main(["copy", "--help"])
+    with pytest.raises(SystemExit) as done:  # the same entry point, without a second process
+        runs_main(["copy", "--help"])
     assert done.value.code == 0 and "--model" in capsys.readouterr().out

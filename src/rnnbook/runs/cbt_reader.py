@@ -131,6 +131,12 @@ class Split:
     def encode(self, rows) -> cbt.ClozeTensors:
         """The ids of the questions ``rows`` (indices, in that order): the rows ``rows`` of
         :attr:`data`, without encoding the other questions."""
+        rows = list(rows)
+        bad = [i for i in rows if type(i) is not int or not 0 <= i < len(self.questions)]
+        if bad:
+            raise ValueError(
+                f"rows must be question indices in [0, {len(self.questions)}), got {bad[:5]}"
+            )
         s, w, lq = self.shape
         questions = [self.questions[i] for i in rows]
         return cbt.encode_questions(questions, self.vocab, S=s, W=w, Lq=lq)
