@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from rnnbook.ngram import bigram_perplexity, bigram_probability
+from rnnbook.ngram import best_bigram_perplexity, bigram_perplexity, bigram_probability
 from rnnbook.testing import assert_close_ulps
 from rnnbook.train import unigram_perplexity
 
@@ -64,3 +64,36 @@ def test_the_bigram_says_what_it_expected():
     with pytest.raises(ValueError, match=r"current must be a tensor of integer ids"):
         bigram_probability(train, torch.tensor([0]), torch.tensor([0.5]), 3)
     assert bigram_perplexity(train, torch.tensor([0, 3]), 4) == math.inf  # 3 never in train
+
+
+def test_the_bigram_edge_cases():
+    # every pair of [0, 1, 0, 1, 0, 1] is seen at least twice, none once: D = 0.5
+    train = torch.tensor([0, 1, 0, 1, 0, 1], dtype=torch.int16)  # any integer type
+    p = bigram_probability(train, torch.tensor([[0, 0], [1, 1]]), torch.tensor([[0, 1], [0, 1]]), 3)
+    assert p.shape == (2, 2)  # ids of any shape
+    unigram = torch.tensor([0.5, 0.5], dtype=torch.float64)
+    expected = torch.tensor(
+        [
+            [0.5 * 1 / 3 * unigram[0], (3 - 0.5) / 3 + 0.5 * 1 / 3 * unigram[1]],  # c(0) = 3
+            [(2 - 0.5) / 2 + 0.5 * 1 / 2 * unigram[0], 0.5 * 1 / 2 * unigram[1]],  # c(1) = 2
+        ],
+        dtype=torch.float64,
+    )
+    assert_close_ulps(p, expected)
+    # token 2 never occurs in train: after a context seen, its probability is 0
+    assert bigram_probability(train, torch.tensor([0]), torch.tensor([2]), 3).item() == 0.0
+
+
+def test_the_best_bigram_is_a_bound_that_its_own_pairs_reach():
+    cycle = torch.arange(5).repeat(40)
+    assert best_bigram_perplexity(cycle, 5) == 1.0  # each token names the next
+    # [0, 0, 1, 0, 1]: after 0, 0 once and 1 twice; after 1, 0 once
+    stream = torch.tensor([0, 0, 1, 0, 1])
+    nll = -(math.log(1 / 3) + 2 * math.log(2 / 3) + math.log(1.0)) / 4
+    assert best_bigram_perplexity(stream, 2) == pytest.approx(math.exp(nll))
+    text = torch.randint(0, 6, (500,), generator=torch.Generator().manual_seed(2))
+    other = torch.randint(0, 6, (500,), generator=torch.Generator().manual_seed(3))
+    for train in (text, text[:250], other):  # a bigram estimated on any text scores above it
+        assert best_bigram_perplexity(text, 6) < bigram_perplexity(train, text, 6)
+    with pytest.raises(ValueError, match=r"ids must be one stream"):
+        best_bigram_perplexity(torch.tensor([1]), 6)
