@@ -2,7 +2,7 @@
 
 It predicts the next token from the current one alone, with the pair counts of a training
 text smoothed by absolute discounting. It is a standard baseline, not a bound: other
-smoothings of the same counts (Kneser-Ney's, for one) do a little better. A language model
+smoothings of the same counts (Kneser-Ney's, for one) may do better. A language model
 that stays above it has not shown, by its perplexity, what its memory is worth. (The unigram,
 which sees no token at all, is :func:`rnnbook.train.unigram_perplexity`.) Chapters 2 and 5
 put it beside their language models.
@@ -101,15 +101,17 @@ def bigram_perplexity(train: torch.Tensor, ids: torch.Tensor, vocab_size: int) -
 
 def best_bigram_perplexity(ids: torch.Tensor, vocab_size: int) -> float:
     """The lowest perplexity on the stream ``ids`` that any predictor of each token from the
-    one before it alone can reach: that of the bigram of ``ids``'s own pair frequencies,
-    ``p(w | v) = c(v, w) / c(v)`` counted on ``ids`` itself, unsmoothed.
+    one before it alone (the same ``q(w | v)`` at every position) can reach: that of the
+    bigram of ``ids``'s own pair frequencies, ``p(w | v) = c(v, w) / c(v)`` counted on
+    ``ids`` itself, unsmoothed.
 
-    For any such predictor ``q``, the mean of ``-log q(ids_n | ids_{n-1})`` over the N - 1
-    pairs is at least the conditional entropy of the pairs' frequencies, which this
-    ``p`` reaches (Gibbs' inequality, context by context). It is a bound, not a model: it
-    is fitted to the text it scores. Where the text is long beside the number of pairs (the
-    characters of Chapter 2), a bigram estimated on other text comes close to it; a model
-    below it must use more than the current token. ``ids`` is a 1-D tensor of at least two ids.
+    For any such ``q``, the mean of ``-log q(ids_n | ids_{n-1})`` over the N - 1 pairs is at
+    least the conditional entropy of the pairs' frequencies, which this ``p`` reaches
+    (Gibbs' inequality, context by context). It is a bound, not a model: it is fitted to the
+    text it scores. Where the text is long beside the number of pairs, and another text has
+    the same statistics (the characters of Chapter 2), a bigram estimated on that text comes
+    close to it; a model below it must use more than the current token. ``ids`` is a 1-D
+    tensor of at least two ids.
     """
     check_positive_int(vocab_size, "vocab_size")
     _check_stream("ids", ids, vocab_size)
